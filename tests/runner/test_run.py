@@ -1,0 +1,170 @@
+"""The runner: episodes on disk as they end, run.json, summary.json, resume, kills and Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+
+import pytest
+
+import topoeval
+from topoeval.errors import UserError
+from topoeval.messages import AssistantMessage, ToolCall, final
+from topoeval.policies.base import Policy
+
+
+def lines(run_dir):
+    return [json.loads(l) for l in (run_dir / "episodes.jsonl").read_text().splitlines()]
+
+
+def test_run_writes_run_json_summary_and_episodes(tmp_path, echo_protocol, fixture_suites):
+    out = tmp_path / "run"
+    res = topoeval.run_protocol(echo_protocol(n=4, samples=2), ["oracle", "noop"], out, suites_dirs=[fixture_suites])
+    assert res.new_episodes == 2 * 2 * 4 * 2
+    meta = json.loads((out / "run.json").read_text())
+    for key in ("protocol", "protocol_sha256", "task_set_sha256", "models", "seeds", "topoeval_version", "git_commit", "started", "ended"):
+        assert key in meta
+    assert meta["models"] == ["oracle", "noop"] and meta["ended"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["schema"] == 1 and summary["protocol"] == "echo_proto"
+    cell = res.cell("oracle", "echo-b")
+    assert cell["role"] == "ood" and cell["n_tasks"] == 4 and cell["n_episodes"] == 8
+    assert cell["metrics"]["success"] == {"mean": 1.0, "std": 0.0, "n": 4}
+    assert res.cell("noop", "echo-a")["metrics"]["success"]["mean"] == 0.0
+    ep = lines(out)[0]
+    for key in ("messages", "calls", "state_diff", "usage", "wall_s", "errors", "scores", "status", "final_answer"):
+        assert key in ep
+
+
+def test_same_command_resumes_without_rerunning(tmp_path, echo_protocol, fixture_suites):
+    out = tmp_path / "run"
+    proto = echo_protocol(n=3)
+    first = topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    again = topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    assert (first.new_episodes, again.new_episodes, again.reused_episodes) == (6, 0, 6)
+    assert len(lines(out)) == 6
+    with pytest.raises(UserError, match="different task set"):
+        topoeval.run_protocol(proto, ["oracle"], out, tasks=5, suites_dirs=[fixture_suites])
+
+
+def test_torn_last_line_is_dropped_and_rerun(tmp_path, echo_protocol, fixture_suites):
+    out = tmp_path / "run"
+    proto = echo_protocol(n=3)
+    topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    path = out / "episodes.jsonl"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 40])  # a kill in the middle of the last write
+    res = topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    assert res.new_episodes == 1
+    keys = [r["key"] for r in lines(out)]
+    assert len(keys) == 6 == len(set(keys))
+
+
+def test_default_run_folder_is_deterministic(tmp_path, echo_protocol, fixture_suites, monkeypatch):
+    from topoeval.runner import run as run_mod
+
+    monkeypatch.setattr(run_mod, "DEFAULT_RESULTS", tmp_path / "results")
+    a = topoeval.run_protocol(echo_protocol(n=2), ["oracle"], suites_dirs=[fixture_suites])
+    b = topoeval.run_protocol(echo_protocol(n=2), ["oracle"], suites_dirs=[fixture_suites])
+    assert a.run_dir == b.run_dir and a.run_dir.parent == tmp_path / "results" / "echo_proto"
+    assert b.new_episodes == 0
+
+
+class Scripted(Policy):
+    """Emits broken calls, then a good one, then answers."""
+
+    name = "scripted"
+
+    async def act(self, messages, tools, sampling, ctx):
+        n = sum(1 for m in messages if m["role"] == "assistant")
+        key = ctx.task.gold[0].arguments["key"]
+        if n == 0:
+            return AssistantMessage(tool_calls=[
+                ToolCall(id="a", name="lookup", arguments='{"key": '),           # bad JSON
+                ToolCall(id="b", name="fetch", arguments='{"key": "x"}'),        # unknown tool
+                ToolCall(id="c", name="lookup", arguments='{"key": 5}'),         # wrong type
+                ToolCall(id="d", name="lookup", arguments='{"key": "nope"}'),    # world refuses
+            ])
+        if n == 1:
+            return AssistantMessage(tool_calls=[ToolCall.make("e", "lookup", {"key": key})])
+        return final(ctx.task.answer)
+
+
+class Exploding(Policy):
+    name = "exploding"
+
+    async def act(self, messages, tools, sampling, ctx):
+        raise ConnectionError("server went away")
+
+
+def test_malformed_calls_and_backend_failures_are_recorded(tmp_path, echo_protocol, fixture_suites):
+    out = tmp_path / "run"
+    res = topoeval.run_protocol(echo_protocol(n=2), [Scripted(), Exploding()], out, suites_dirs=[fixture_suites])
+    cell = res.cell("scripted", "echo-a")
+    assert cell["metrics"]["success"]["mean"] == 1.0
+    assert cell["metrics"]["invalid_calls"]["mean"] == 3.0
+    assert cell["metrics"]["tool_errors"]["mean"] == 1.0
+    boom = res.cell("exploding", "echo-a")
+    assert boom["status"] == {"error": 2} and boom["metrics"]["success"]["mean"] == 0.0
+    errs = [r for r in lines(out) if r["model"] == "exploding"]
+    assert all("ConnectionError: server went away" in r["errors"][0] for r in errs)
+    assert res.errors == 4
+
+
+def test_limits_end_episodes(tmp_path, echo_protocol, fixture_suites):
+    class Looper(Policy):
+        name = "looper"
+
+        async def act(self, messages, tools, sampling, ctx):
+            return AssistantMessage(tool_calls=[ToolCall.make("x", "lookup", {"key": "k"})] * 3)
+
+    proto = topoeval.load_protocol(echo_protocol(n=1), __import__("topoeval.discovery").discovery.SuiteRegistry([fixture_suites]))
+    proto.limits.max_turns = 4
+    res = topoeval.run_protocol(proto, [Looper()], tmp_path / "a", suites_dirs=[fixture_suites])
+    assert res.cell("looper", "echo-a")["status"] == {"limit:max_turns": 1}
+    proto.limits.max_tool_calls = 5
+    res = topoeval.run_protocol(proto, [Looper()], tmp_path / "b", suites_dirs=[fixture_suites])
+    assert res.cell("looper", "echo-a")["status"] == {"limit:max_tool_calls": 1}
+    ep = lines(tmp_path / "b")[0]
+    assert [c["status"] for c in ep["calls"]].count("skipped") == 1 and len(ep["calls"]) == 6
+
+
+def test_unknown_model_is_one_line(tmp_path, echo_protocol, fixture_suites, topoeval_cmd):
+    proc = subprocess.run(
+        [*topoeval_cmd, "run", str(echo_protocol()), "--model", "gpt-9", "--suites-dir", str(fixture_suites), "--out", str(tmp_path / "r")],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: unknown model 'gpt-9'; known: noop, oracle, random"
+
+
+def _wait_for_lines(path, n, proc, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and path.read_text().count("\n") >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("run made no progress")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_resumes_with_every_episode_exactly_once(tmp_path, echo_protocol, fixture_suites, topoeval_cmd, sig):
+    out = tmp_path / "run"
+    proto = echo_protocol(n=20, delay=0.05)
+    cmd = [*topoeval_cmd, "run", str(proto), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out), "--concurrency", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_lines(out / "episodes.jsonl", 5, proc)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "run the same command again to resume" in err and "Traceback" not in err
+    done_before = len(lines(out))
+    assert 5 <= done_before < 40
+    finished = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    keys = Counter(r["key"] for r in lines(out))
+    assert len(keys) == 40 and set(keys.values()) == {1}
+    assert f"{40 - done_before} new episodes, {done_before} resumed" in finished.stdout

@@ -1,0 +1,131 @@
+"""Protocol validation: every error is one line 'file:line path: message'."""
+
+import subprocess
+
+import pytest
+
+from topoeval.errors import ProtocolErrors
+from topoeval.protocol_loader import format_loc, load_protocol, parse_protocol
+
+GOOD = """\
+name: p
+train:
+  name: a
+  suite: wiki
+test:
+  - name: a
+    role: id
+    suite: wiki
+  - name: b
+    role: ood
+    suite: wiki
+    params: {hops: [3]}
+tasks:
+  test: {n: 3, seed: 1}
+  fewshot: {n: 4}
+baselines: {shots: [0, 1, 2, 4]}
+"""
+
+
+def errors_of(text, registry, filename="x.yaml"):
+    with pytest.raises(ProtocolErrors) as exc:
+        parse_protocol(text, filename, registry)
+    return exc.value.lines
+
+
+def test_good_protocol_parses(registry):
+    p = parse_protocol(GOOD, "x.yaml", registry)
+    assert p.baselines.shots == [0, 1, 2, 4]
+    assert [t.role for t in p.test] == ["id", "ood"]
+
+
+def test_unknown_suite_names_line_path_and_suggestion(registry):
+    text = GOOD.replace("  - name: b\n    role: ood\n    suite: wiki", "  - name: b\n    role: ood\n    suite: wikii")
+    assert errors_of(text, registry, "protocols/x.yaml") == [
+        "protocols/x.yaml:11 test[1].suite: unknown suite 'wikii' (did you mean 'wiki'?)"
+    ]
+
+
+def test_bad_shot_counts(registry):
+    (line,) = errors_of(GOOD.replace("shots: [0, 1, 2, 4]", "shots: [0, 2, 2]"), registry)
+    assert line.startswith("x.yaml:16 baselines.shots: ") and "duplicate" in line
+    (line,) = errors_of(GOOD.replace("shots: [0, 1, 2, 4]", "shots: [0, -1]"), registry)
+    assert line.startswith("x.yaml:16 baselines.shots[1]: ")
+    (line,) = errors_of(GOOD.replace("shots: [0, 1, 2, 4]", "shots: [0, 8]"), registry)
+    assert line == "x.yaml:16 baselines.shots: asks for 8 demonstrations but tasks.fewshot.n is 4"
+
+
+def test_negative_counts(registry):
+    (line,) = errors_of(GOOD.replace("test: {n: 3, seed: 1}", "test: {n: -3, seed: 1}"), registry)
+    assert line.startswith("x.yaml:14 tasks.test.n: ") and "greater than or equal to 0" in line
+    (line,) = errors_of(GOOD + "samples: 0\n", registry)
+    assert line.startswith("x.yaml:17 samples: ")
+
+
+def test_duplicate_names(registry):
+    (line,) = errors_of(GOOD.replace("  - name: b\n", "  - name: a\n"), registry)
+    assert line == "x.yaml:9 test[1].name: duplicate topology name 'a' (also test[0])"
+
+
+def test_duplicate_yaml_keys(registry):
+    (line,) = errors_of(GOOD + "samples: 2\nsamples: 3\n", registry)
+    assert line.startswith("x.yaml:18 samples: key 'samples' appears twice")
+
+
+def test_yaml_syntax_error(registry):
+    (line,) = errors_of(GOOD.replace("shots: [0, 1, 2, 4]", "shots: [0, 1"), registry)
+    assert line.startswith("x.yaml:") and "YAML syntax error" in line
+
+
+@pytest.mark.parametrize("text", ["", "\n# only a comment\n"])
+def test_empty_file(registry, text):
+    assert errors_of(text, registry) == ["x.yaml:1: empty protocol file"]
+
+
+def test_not_a_mapping(registry):
+    assert errors_of("- a\n- b\n", registry) == ["x.yaml:1: a protocol is a mapping of fields, got list"]
+
+
+def test_unknown_field_with_suggestion(registry):
+    (line,) = errors_of(GOOD + "sample: 2\n", registry)
+    assert line == "x.yaml:17 sample: unknown field (did you mean 'samples'?)"
+
+
+def test_missing_role_and_bad_params_and_unknown_transform(registry):
+    text = GOOD.replace("    role: ood\n", "").replace("params: {hops: [3]}", "params: {hops: [9], colour: red}")
+    text = text.replace("  - name: a\n    role: id\n    suite: wiki\n", "  - name: a\n    role: id\n    suite: wiki\n    transforms: [{name: rename_toolz}]\n")
+    lines = errors_of(text, registry)
+    assert any(l.startswith("x.yaml:10 test[1].role: ") and "needs a role" in l for l in lines)
+    assert any(l.startswith("x.yaml:12 test[1].params.hops[0]: ") or l.startswith("x.yaml:12 test[1].params.hops: ") for l in lines)
+    assert any("test[1].params.colour: unknown field" in l for l in lines)
+    assert any("test[0].transforms[0].name: unknown transform 'rename_toolz'" in l for l in lines)
+
+
+def test_no_id_topology(registry):
+    (line,) = errors_of(GOOD.replace("role: id", "role: ood"), registry)
+    assert "needs at least one topology with role: id" in line
+
+
+def test_format_loc():
+    assert format_loc(("test", 1, "params", "hops", 0)) == "test[1].params.hops[0]"
+    assert format_loc(()) == "(top level)"
+
+
+def test_shipped_protocols_validate():
+    from topoeval.discovery import protocol_names
+
+    assert "wiki_hops" in protocol_names()
+    for name in protocol_names():
+        load_protocol(name)
+
+
+def test_cli_validate_exit_2_one_line_per_error(tmp_path, topoeval_cmd):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("suite: wiki\n  - name: b", "suite: travl\n  - name: b"))
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    proc = subprocess.run([*topoeval_cmd, "validate", str(good), str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"{bad}:8 test[0].suite: unknown suite 'travl'"]
+    assert f"{good}: ok" in proc.stdout

@@ -1,0 +1,157 @@
+"""The ``topoeval`` command line (typer). User errors end in one line and exit code 2."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from topoeval.errors import ProtocolErrors, UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Measure how an agent trained on one tool topology generalises to another.",
+)
+
+SuitesDir = Annotated[
+    Optional[list[Path]], typer.Option("--suites-dir", help="Extra folder(s) of suites (each a folder with suite.yaml).")
+]
+
+
+def _console():
+    """A rich console; wide when writing to a pipe or file so tables are not truncated."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+@app.command()
+def run(
+    protocol: Annotated[str, typer.Argument(help="Protocol name under protocols/ or a path to a YAML file.")],
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model to evaluate (repeatable).")],
+    out: Annotated[Optional[Path], typer.Option(help="Run folder (default results/<protocol>/<run-id>).")] = None,
+    tasks: Annotated[Optional[int], typer.Option(min=1, help="Override the test task count per topology.")] = None,
+    samples: Annotated[Optional[int], typer.Option(min=1, help="Override samples per task.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Concurrent episodes per model.")] = None,
+    suites_dir: SuitesDir = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Run models on a protocol; re-running the same command resumes an interrupted run."""
+    from topoeval.report import print_success_table
+    from topoeval.runner.run import run_protocol
+
+    models = [m for spec in model for m in spec.replace(",", " ").split()]
+    result = run_protocol(
+        protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
+        suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(),
+    )
+    console = _console()
+    console.print(
+        f"run folder: {result.run_dir}  ({result.new_episodes} new episodes, {result.reused_episodes} resumed"
+        + (f", {result.errors} with errors" if result.errors else "") + ")"
+    )
+    print_success_table(result.summary, console)
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Protocol YAML files.")],
+    suites_dir: SuitesDir = None,
+) -> None:
+    """Check protocol files; each problem is one line 'file:line field: message' (exit 2)."""
+    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol_loader import load_protocol
+
+    registry = SuiteRegistry(suites_dir or ())
+    failed = False
+    for f in files:
+        try:
+            load_protocol(f if f.suffix in (".yaml", ".yml") or f.exists() else str(f), registry)
+            typer.echo(f"{f}: ok")
+        except UserError as exc:
+            failed = True
+            typer.echo(str(exc), err=True)
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command()
+def suites(suites_dir: SuitesDir = None) -> None:
+    """List suites with their tools and topology descriptors."""
+    from rich.table import Table
+
+    from topoeval.discovery import SuiteRegistry
+
+    registry = SuiteRegistry(suites_dir or ())
+    table = Table("suite", "tools", "state", "reversibility", "user", "ordering", "dependency", "answer")
+    for name in registry.names():
+        s = registry.get(name)
+        t = s.manifest.topology
+        tools = ", ".join(f"{x.name}[{x.effect.value[0]}]" for x in s.tools)
+        table.add_row(name, tools, t.state, t.reversibility, t.user, t.ordering, t.dependency, t.answer_channel)
+    _console().print(table)
+    _console().print("[dim]tool effects: \\[r]ead, \\[w]rite, \\[i]rreversible[/dim]")
+
+
+@app.command()
+def protocols() -> None:
+    """List the shipped protocols."""
+    from rich.table import Table
+
+    from topoeval.discovery import protocol_names
+    from topoeval.protocol_loader import load_protocol
+
+    table = Table("protocol", "train", "test (role)", "description")
+    for name in protocol_names():
+        p = load_protocol(name)
+        tests = ", ".join(f"{t.name} ({t.role})" for t in p.test)
+        table.add_row(name, p.train.name, tests, p.description)
+    _console().print(table)
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
+    """Print the ID/OOD success table of a finished run."""
+    from topoeval.report import print_success_table
+    from topoeval.runner.store import read_json
+
+    print_success_table(read_json(run_dir / "summary.json"), _console())
+
+
+def main() -> None:
+    """Entry point: one-line errors for user mistakes, resumable message on Ctrl-C."""
+    try:
+        rc = app(standalone_mode=False)
+        if rc == 130:  # typer turns KeyboardInterrupt into exit code 130
+            _interrupted()
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
+    except ProtocolErrors as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _interrupted()
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            _interrupted()
+        raise
+
+
+def _interrupted() -> None:
+    print("interrupted: finished episodes are saved; run the same command again to resume", file=sys.stderr)
+    sys.exit(130)

@@ -1,0 +1,139 @@
+"""Finding suites and protocols: shipped folders, ``--suites-dir`` folders and entry points."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from topoeval.errors import UserError
+from topoeval.suite import Suite, SuiteManifest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_SUITES = REPO_ROOT / "tool_suites"
+SHIPPED_PROTOCOLS = REPO_ROOT / "protocols"
+ENTRY_POINT_GROUP = "topoeval.suites"
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """' (did you mean 'x'?)' when a close match exists, else ''."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class SuiteRegistry:
+    """Suites by name. Earlier folders win over later ones; folders win over entry points."""
+
+    def __init__(self, suites_dirs: list[str | Path] | tuple = ()):
+        extra = [p for p in os.environ.get("TOPOEVAL_SUITES_PATH", "").split(os.pathsep) if p]
+        self.dirs = [Path(d) for d in [*suites_dirs, *extra]] + [SHIPPED_SUITES]
+        self._folders: dict[str, Path] = {}
+        for d in reversed(self.dirs):
+            if d.is_dir():
+                for sub in sorted(d.iterdir()):
+                    if (sub / "suite.yaml").is_file():
+                        self._folders[sub.name] = sub
+        self._entry_points = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        self._cache: dict[str, Suite] = {}
+
+    def names(self) -> list[str]:
+        return sorted(set(self._folders) | set(self._entry_points))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._folders or name in self._entry_points
+
+    def get(self, name: str) -> Suite:
+        if name not in self._cache:
+            if name in self._folders:
+                self._cache[name] = load_suite_folder(self._folders[name])
+            elif name in self._entry_points:
+                self._cache[name] = _load_entry_point(self._entry_points[name])
+            else:
+                raise UserError(f"unknown suite '{name}'{did_you_mean(name, self.names())}")
+        return self._cache[name]
+
+
+def load_suite_folder(folder: str | Path) -> Suite:
+    """Load a suite from a folder holding ``suite.yaml`` and its Python world."""
+    folder = Path(folder).resolve()
+    manifest_path = folder / "suite.yaml"
+    try:
+        raw = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"{manifest_path}: cannot read suite manifest: {exc}") from None
+    try:
+        manifest = SuiteManifest.model_validate(raw or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"{manifest_path}: {loc}: {first['msg']}") from None
+    if manifest.name != folder.name:
+        raise UserError(f"{manifest_path}: name '{manifest.name}' differs from its folder '{folder.name}'")
+    module_file, _, class_name = manifest.world.partition(":")
+    package = _import_folder_as_package(folder, manifest.name)
+    module_name = f"{package}.{Path(module_file).stem}"
+    try:
+        module = importlib.import_module(module_name)
+        cls = getattr(module, class_name)
+    except (ImportError, AttributeError) as exc:
+        raise UserError(f"{manifest_path}: world '{manifest.world}' cannot be loaded: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Suite)):
+        raise UserError(f"{manifest_path}: world '{manifest.world}' is not a topoeval.suite.Suite subclass")
+    return cls(manifest, str(folder))
+
+
+def _import_folder_as_package(folder: Path, name: str) -> str:
+    """Register ``folder`` as the package ``topoeval_suite_<name>`` so its modules import each other."""
+    package = f"topoeval_suite_{name}"
+    if package in sys.modules:
+        return package
+    init = folder / "__init__.py"
+    spec = importlib.util.spec_from_file_location(
+        package, init if init.exists() else None, submodule_search_locations=[str(folder)]
+    )
+    if spec is None:  # a folder without __init__.py: a namespace-like package
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
+    if spec.loader is not None:
+        spec.loader.exec_module(module)
+    return package
+
+
+def _load_entry_point(ep) -> Suite:
+    obj = ep.load()
+    if isinstance(obj, Suite):
+        return obj
+    if callable(obj):
+        obj = obj()
+    if isinstance(obj, Suite):
+        return obj
+    if isinstance(obj, (str, Path)):
+        return load_suite_folder(obj)
+    raise UserError(f"entry point '{ep.name}' ({ep.value}) gives neither a Suite nor a suite folder")
+
+
+def protocol_names() -> list[str]:
+    return sorted(p.stem for p in SHIPPED_PROTOCOLS.glob("*.yaml"))
+
+
+def resolve_protocol_path(path_or_name: str | Path) -> Path:
+    """A protocol path as given, or a shipped protocol by name."""
+    p = Path(path_or_name)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        if not p.is_file():
+            raise UserError(f"{p}: no such protocol file")
+        return p
+    shipped = SHIPPED_PROTOCOLS / f"{path_or_name}.yaml"
+    if shipped.is_file():
+        return shipped
+    raise UserError(f"unknown protocol '{path_or_name}'{did_you_mean(str(path_or_name), protocol_names())}")

@@ -1,0 +1,56 @@
+"""Chat messages in the OpenAI format, as the runner and the policies exchange them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ToolCall(BaseModel):
+    """A call as the model emitted it; ``arguments`` stays the raw string until validated."""
+
+    id: str = Field(description="Call id, echoed by the tool message that answers it.")
+    name: str = Field(description="Tool name as emitted (may be unknown).")
+    arguments: str = Field(default="{}", description="Raw JSON text of the arguments (may be malformed).")
+
+    @classmethod
+    def make(cls, id: str, name: str, arguments: dict[str, Any]) -> "ToolCall":
+        return cls(id=id, name=name, arguments=json.dumps(arguments, ensure_ascii=False))
+
+    def openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+class Usage(BaseModel):
+    """Token counts of one model response."""
+
+    prompt_tokens: int = Field(default=0, description="Tokens read.")
+    completion_tokens: int = Field(default=0, description="Tokens generated.")
+
+
+class AssistantMessage(BaseModel):
+    """One policy turn: text and/or tool calls (several calls = a parallel turn)."""
+
+    content: str | None = Field(default=None, description="Text of the turn; the final answer when no calls.")
+    tool_calls: list[ToolCall] = Field(default_factory=list, description="Calls made this turn.")
+    usage: Usage = Field(default_factory=Usage, description="Tokens used for this turn.")
+    cost: float | None = Field(default=None, description="Cost in USD when the backend knows it.")
+    latency_s: float = Field(default=0.0, description="Wall time the policy took for this turn.")
+
+    def openai(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = [c.openai() for c in self.tool_calls]
+        return msg
+
+
+def final(text: str) -> AssistantMessage:
+    """An assistant turn that ends the episode with ``text`` as the answer."""
+    return AssistantMessage(content=text)
+
+
+def calls(*items: tuple[str, dict[str, Any]], prefix: str = "call") -> AssistantMessage:
+    """An assistant turn made of the given (tool, arguments) calls."""
+    return AssistantMessage(tool_calls=[ToolCall.make(f"{prefix}_{i}", n, a) for i, (n, a) in enumerate(items)])

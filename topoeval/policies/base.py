@@ -1,0 +1,60 @@
+"""The policy interface every model backend implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from topoeval.messages import AssistantMessage
+
+if TYPE_CHECKING:
+    from topoeval.suite import Suite, Task
+
+
+class SamplingParams(BaseModel):
+    """What a backend needs to sample one turn."""
+
+    temperature: float = Field(default=0.0, description="Sampling temperature.")
+    top_p: float = Field(default=1.0, description="Nucleus sampling mass.")
+    max_tokens: int = Field(default=1024, description="Tokens the model may generate this turn.")
+    seed: int | None = Field(default=None, description="Backend seed (protocol seed + sample index).")
+
+
+@dataclass
+class EpisodeContext:
+    """What the runner knows about the episode; only reference policies may look at the task."""
+
+    task: "Task"
+    suite: "Suite"
+    sample: int
+    shots: int
+
+
+class Policy(ABC):
+    """Maps (messages, tools, sampling params) to one assistant message.
+
+    Several tool calls in one message form a parallel turn. Implementations must not raise
+    for malformed model output (return it; the runner records it); they may raise for
+    backend failures, which the runner records as episode errors.
+    """
+
+    #: Display name used in results (e.g. 'oracle', 'openai/gpt-4o-mini').
+    name: str = "policy"
+    #: Default bound on concurrent episodes for this backend.
+    concurrency: int = 8
+
+    @abstractmethod
+    async def act(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        sampling: SamplingParams,
+        ctx: EpisodeContext,
+    ) -> AssistantMessage:
+        """The next assistant message."""
+
+    async def aclose(self) -> None:
+        """Release backend resources (servers, sessions)."""

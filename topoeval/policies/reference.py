@@ -1,0 +1,95 @@
+"""Reference policies: the oracle (and its flawed variants), noop and random."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from typing import Any
+
+from topoeval.messages import AssistantMessage, ToolCall, final
+from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+
+
+class OraclePolicy(Policy):
+    """Solves every task from its ground truth (the suite's oracle), parallel where the DAG allows."""
+
+    concurrency = 64
+
+    def __init__(self, variant: str = "oracle"):
+        self.name = variant
+        self.variant = variant
+
+    async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
+        return ctx.suite.oracle(ctx.task, messages, self.variant)
+
+
+class NoopPolicy(Policy):
+    """Answers at once with nothing: every task must fail for it."""
+
+    name = "noop"
+    concurrency = 64
+
+    async def act(self, messages, tools, sampling, ctx) -> AssistantMessage:
+        return final("")
+
+
+class RandomPolicy(Policy):
+    """A few random schema-valid tool calls, then a random word from what it saw as the answer.
+
+    Seeded by (task id, sample), so it is reproducible.
+    """
+
+    name = "random"
+    concurrency = 64
+    max_tool_turns = 3
+
+    async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        rng = random.Random(_seed(ctx.task.id, ctx.sample, turns))
+        words = _words(" ".join(str(m.get("content") or "") for m in messages if m.get("role") != "system"))
+        if tools and turns < self.max_tool_turns and rng.random() < 0.8:
+            picked = rng.sample(tools, k=min(len(tools), rng.randint(1, 2)))
+            return AssistantMessage(
+                tool_calls=[
+                    ToolCall.make(f"r{turns}_{i}", t["function"]["name"], _random_args(t["function"]["parameters"], rng, words))
+                    for i, t in enumerate(picked)
+                ]
+            )
+        return final(rng.choice(words) if words else "")
+
+
+def _seed(*parts: Any) -> int:
+    return int.from_bytes(hashlib.sha256(json.dumps(parts).encode()).digest()[:8], "big")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z0-9][A-Za-z0-9'-]+", text)
+
+
+def _random_args(schema: dict[str, Any], rng: random.Random, words: list[str]) -> dict[str, Any]:
+    """Arguments that satisfy a (simple) JSON schema: required keys, right types, enums honoured."""
+    props = schema.get("properties", {})
+    out: dict[str, Any] = {}
+    for key in schema.get("required", list(props)):
+        out[key] = _random_value(props.get(key, {}), rng, words)
+    return out
+
+
+def _random_value(prop: dict[str, Any], rng: random.Random, words: list[str]) -> Any:
+    if "enum" in prop:
+        return rng.choice(prop["enum"])
+    kind = prop.get("type", "string")
+    if kind == "integer":
+        return rng.randint(prop.get("minimum", 0), prop.get("maximum", 100))
+    if kind == "number":
+        return rng.uniform(prop.get("minimum", 0), prop.get("maximum", 100))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array":
+        return [_random_value(prop.get("items", {}), rng, words)]
+    if kind == "object":
+        return _random_args(prop, rng, words)
+    n = rng.randint(1, 3)
+    return " ".join(rng.choice(words) for _ in range(n)) if words else "x"

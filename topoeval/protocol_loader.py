@@ -1,0 +1,192 @@
+"""Loading protocol YAML with errors that name the file, the line and the field path.
+
+Every problem becomes one line such as::
+
+    protocols/x.yaml:7 test[1].suite: unknown suite 'travl' (did you mean 'travel'?)
+
+and all of them are raised together as :class:`~topoeval.errors.ProtocolErrors`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from topoeval.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
+from topoeval.errors import ProtocolErrors, UserError
+from topoeval.protocol import Protocol
+from topoeval.suite import canonical_json
+
+Loc = tuple[str | int, ...]
+
+
+def load_protocol(path_or_name: str | Path, registry: SuiteRegistry | None = None) -> Protocol:
+    """Load and fully validate a protocol (a path, or the name of a shipped one)."""
+    path = resolve_protocol_path(path_or_name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_protocol(text, str(path), registry or SuiteRegistry())
+
+
+def parse_protocol(text: str, filename: str, registry: SuiteRegistry) -> Protocol:
+    """Validate protocol YAML ``text``; ``filename`` only labels the errors."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ProtocolErrors([f"{filename}:{line}: YAML syntax error: {problem}"]) from None
+    if root is None or data is None:
+        raise ProtocolErrors([f"{filename}:1: empty protocol file"])
+    if not isinstance(data, dict):
+        raise ProtocolErrors([f"{filename}:1: a protocol is a mapping of fields, got {type(data).__name__}"])
+
+    errors: list[tuple[Loc, str]] = list(_duplicate_keys(root))
+    try:
+        protocol = Protocol.model_validate(data)
+    except ValidationError as exc:
+        errors += [(tuple(e["loc"]), _message(e)) for e in exc.errors()]
+        protocol = None
+    if protocol is not None:
+        errors += semantic_errors(protocol, registry)
+    if errors:
+        raise ProtocolErrors([f"{filename}:{_line_of(root, loc)} {format_loc(loc)}: {msg}" for loc, msg in errors])
+    return protocol
+
+
+def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[Loc, str]]:
+    """Checks across fields and against the suite registry."""
+    from topoeval.transforms import known_transforms
+
+    errors: list[tuple[Loc, str]] = []
+    if protocol.train.role is not None:
+        errors.append((("train", "role"), "the train topology takes no role"))
+    seen: dict[str, int] = {}
+    for i, topo in enumerate(protocol.test):
+        if topo.role is None:
+            errors.append((("test", i, "role"), f"test topology '{topo.name}' needs a role: id, ood or ladder"))
+        if topo.name in seen:
+            errors.append((("test", i, "name"), f"duplicate topology name '{topo.name}' (also test[{seen[topo.name]}])"))
+        seen.setdefault(topo.name, i)
+    if not any(t.role == "id" for t in protocol.test):
+        errors.append((("test",), "needs at least one topology with role: id (the test split of the train topology)"))
+
+    entries: list[tuple[Loc, Any]] = [(("train",), protocol.train)]
+    entries += [(("test", i), t) for i, t in enumerate(protocol.test)]
+    transforms = known_transforms()
+    for loc, topo in entries:
+        if topo.suite not in registry:
+            errors.append(((*loc, "suite"), f"unknown suite '{topo.suite}'{did_you_mean(topo.suite, registry.names())}"))
+            continue
+        suite = registry.get(topo.suite)
+        try:
+            suite.parse_params(topo.params)
+        except ValidationError as exc:
+            errors += [((*loc, "params", *e["loc"]), _message(e)) for e in exc.errors()]
+        for j, tr in enumerate(topo.transforms):
+            if tr.name not in transforms:
+                hint = did_you_mean(tr.name, sorted(transforms)) or (
+                    f" (known: {', '.join(sorted(transforms))})" if transforms else " (no transforms are defined yet)"
+                )
+                errors.append(((*loc, "transforms", j, "name"), f"unknown transform '{tr.name}'{hint}"))
+
+    biggest = max(protocol.baselines.shots)
+    if biggest > protocol.tasks.fewshot.n:
+        errors.append(
+            (
+                ("baselines", "shots"),
+                f"asks for {biggest} demonstrations but tasks.fewshot.n is {protocol.tasks.fewshot.n}",
+            )
+        )
+    return errors
+
+
+def protocol_hash(protocol: Protocol) -> str:
+    """sha256 of the validated protocol (formatting and comments do not count)."""
+    return hashlib.sha256(canonical_json(protocol.model_dump(mode="json")).encode()).hexdigest()
+
+
+def format_loc(loc: Loc) -> str:
+    """('test', 1, 'suite') -> 'test[1].suite'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _message(error: dict[str, Any]) -> str:
+    if error["type"] == "extra_forbidden":
+        allowed = _allowed_fields(tuple(error["loc"][:-1]))
+        key = str(error["loc"][-1])
+        hint = did_you_mean(key, allowed) or (f" (allowed: {', '.join(allowed)})" if allowed else "")
+        return f"unknown field{hint}"
+    if error["type"] == "missing":
+        return "required field is missing"
+    msg = error["msg"]
+    return msg[len("Value error, ") :] if msg.startswith("Value error, ") else msg
+
+
+def _allowed_fields(loc: Loc) -> list[str]:
+    """Field names of the protocol sub-model at ``loc`` (for 'did you mean')."""
+    model: type[BaseModel] | None = Protocol
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field else None
+    return sorted(model.model_fields) if model else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is not None:
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found:
+                return found
+    return None
+
+
+def _line_of(root: yaml.Node, loc: Loc) -> int:
+    """1-based line of the deepest YAML node that ``loc`` reaches."""
+    node, line = root, root.start_mark.line + 1
+    for part in loc:
+        child = None
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            for key, value in node.value:
+                if key.value == part:
+                    child, line = value, key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None:
+            break
+        node = child
+    return line
+
+
+def _duplicate_keys(node: yaml.Node, loc: Loc = ()) -> list[tuple[Loc, str]]:
+    """PyYAML keeps the last of two equal keys silently; report them instead."""
+    found: list[tuple[Loc, str]] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if key.value in seen:
+                found.append(((*loc, key.value), f"key '{key.value}' appears twice (line {key.start_mark.line + 1})"))
+            seen.add(key.value)
+            found += _duplicate_keys(value, (*loc, key.value))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found += _duplicate_keys(item, (*loc, i))
+    return found

@@ -1,0 +1,265 @@
+"""Running a protocol: every model x baseline x topology x task x sample, resumable."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import platform
+import re
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from topoeval import __version__
+from topoeval.discovery import REPO_ROOT, SuiteRegistry
+from topoeval.errors import UserError
+from topoeval.policies.base import Policy, SamplingParams
+from topoeval.policies.registry import make_policy
+from topoeval.protocol import Protocol
+from topoeval.protocol_loader import load_protocol, protocol_hash
+from topoeval.runner.episode import episode_id, episode_key, run_episode
+from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json, write_json
+from topoeval.summary import build_summary
+from topoeval.topology import ResolvedTopology, resolve, task_set_hash
+
+DEFAULT_RESULTS = REPO_ROOT / "results"
+
+
+@dataclass
+class RunResult:
+    """What :func:`run_protocol` returns."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    new_episodes: int = 0
+    reused_episodes: int = 0
+    errors: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return self.summary["cells"]
+
+    def cell(self, model: str, topology: str, baseline: str = "0-shot") -> dict[str, Any]:
+        for c in self.cells:
+            if (c["model"], c["topology"], c["baseline"]) == (model, topology, baseline):
+                return c
+        raise KeyError((model, topology, baseline))
+
+
+def baseline_name(shots: int) -> str:
+    return f"{shots}-shot"
+
+
+def run_protocol(
+    protocol: Protocol | str | Path,
+    models: list[str | Policy],
+    out: str | Path | None = None,
+    *,
+    tasks: int | None = None,
+    samples: int | None = None,
+    concurrency: int | None = None,
+    suites_dirs: list[str | Path] | tuple = (),
+    progress: bool = False,
+) -> RunResult:
+    """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
+
+    Running again with the same arguments resumes: finished episodes are kept, not re-run.
+    ``tasks`` and ``samples`` override the protocol's test task count and samples per task.
+    """
+    return asyncio.run(
+        arun_protocol(
+            protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
+            suites_dirs=suites_dirs, progress=progress,
+        )
+    )
+
+
+async def arun_protocol(
+    protocol: Protocol | str | Path,
+    models: list[str | Policy],
+    out: str | Path | None = None,
+    *,
+    tasks: int | None = None,
+    samples: int | None = None,
+    concurrency: int | None = None,
+    suites_dirs: list[str | Path] | tuple = (),
+    progress: bool = False,
+) -> RunResult:
+    registry = SuiteRegistry(suites_dirs)
+    if not isinstance(protocol, Protocol):
+        protocol = load_protocol(protocol, registry)
+    if not models:
+        raise UserError("no model given (use --model, e.g. --model oracle)")
+    policies = [make_policy(m) for m in models]
+    names = [p.name for p in policies]
+    if len(set(names)) != len(names):
+        raise UserError(f"the same model is named twice: {names}")
+    k = samples or protocol.samples
+
+    topologies = [resolve(t, registry) for t in protocol.topologies()]
+    task_sets = {
+        t.name: t.tasks("test", protocol.tasks.test.seed, tasks if tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
+        for t in topologies
+    }
+    p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
+    run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, p_hash, t_hash, k)
+    meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
+    store = EpisodeStore(run_dir)
+    reused = len(store.records)
+
+    demos = await _build_demo_cache(protocol, topologies, registry, k)
+    jobs = []
+    for policy in policies:
+        for shots in protocol.baselines.shots:
+            for topo in topologies:
+                for task in task_sets[topo.name]:
+                    for s in range(k):
+                        key = episode_key(policy.name, baseline_name(shots), topo.name, task.id, s)
+                        if key not in store:
+                            jobs.append((policy, shots, topo, task, s, key))
+
+    new = 0
+    try:
+        with _progress(progress, len(jobs)) as advance:
+            sems = {p.name: asyncio.Semaphore(concurrency or p.concurrency) for p in policies}
+
+            async def one(policy: Policy, shots: int, topo: ResolvedTopology, task, s: int, key: str) -> None:
+                nonlocal new
+                async with sems[policy.name]:
+                    record = await run_episode(
+                        policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
+                        demos=demos.get((topo.name, shots, s), []), limits=protocol.limits,
+                        sampling=_sampling(protocol, s), sample=s, shots=shots,
+                        labels={
+                            "key": key, "episode_id": episode_id(key), "model": policy.name,
+                            "baseline": baseline_name(shots), "topology": topo.name,
+                            "suite": topo.suite.name, "role": topo.spec.role,
+                        },
+                    )
+                store.append(record)
+                new += 1
+                advance()
+
+            await asyncio.gather(*(one(*job) for job in jobs))
+    finally:
+        store.close()
+        for p in policies:
+            await p.aclose()
+
+    order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
+    records = list(store.records.values())
+    summary = build_summary(
+        protocol.name, records, order,
+        extra={"run_id": run_dir.name, "protocol_sha256": p_hash, "task_set_sha256": t_hash},
+    )
+    write_json(run_dir / "summary.json", summary)
+    meta["ended"] = _now()
+    write_json(run_dir / RUN_JSON, meta)
+    errors = sum(1 for r in records if r["status"] == "error")
+    return RunResult(run_dir=run_dir, summary=summary, new_episodes=new, reused_episodes=reused, errors=errors)
+
+
+def _sampling(protocol: Protocol, sample: int) -> SamplingParams:
+    s = protocol.sampling
+    return SamplingParams(
+        temperature=s.temperature, top_p=s.top_p, max_tokens=protocol.limits.max_tokens,
+        seed=None if s.seed is None else s.seed + sample,
+    )
+
+
+async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopology], registry: SuiteRegistry, k: int):
+    """Few-shot demonstrations per (topology, shots, sample): oracle rollouts on a fewshot split.
+
+    One fixed, seeded draw per (topology, shots, sample) — every task of a cell sees the same
+    demos (so backends can cache the prefix); different samples see different draws.
+    """
+    from topoeval.demos import demo_messages
+
+    cache: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    source = resolve(protocol.train, registry) if protocol.baselines.demos_from == "source" else None
+    for topo in topologies:
+        for shots in protocol.baselines.shots:
+            if shots == 0:
+                continue
+            donor = source or topo
+            for s in range(k):
+                cache[(topo.name, shots, s)] = await demo_messages(donor, protocol.tasks.fewshot, shots, seed_key=(topo.name, shots, s))
+    return cache
+
+
+def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, names: list[str], k: int, task_sets) -> dict:
+    path = run_dir / RUN_JSON
+    if path.exists():
+        meta = read_json(path)
+        if meta.get("protocol_sha256") != p_hash:
+            raise UserError(f"{run_dir}: holds a run of a different protocol version; use another --out")
+        if meta.get("task_set_sha256") != t_hash:
+            raise UserError(f"{run_dir}: holds a run over a different task set (--tasks?); use another --out")
+        meta["models"] = list(dict.fromkeys([*meta.get("models", []), *names]))
+        meta["resumed"] = meta.get("resumed", 0) + 1
+    else:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "protocol": protocol.model_dump(mode="json"),
+            "protocol_sha256": p_hash,
+            "task_set_sha256": t_hash,
+            "n_tasks": {name: len(ts) for name, ts in task_sets.items()},
+            "models": names,
+            "samples": k,
+            "seeds": {
+                "tasks": {s: getattr(protocol.tasks, s).seed for s in ("test", "fewshot", "train", "dev") if getattr(protocol.tasks, s)},
+                "sampling": protocol.sampling.seed,
+            },
+            "topoeval_version": __version__,
+            "git_commit": _git_commit(),
+            "python": platform.python_version(),
+            "started": _now(),
+            "ended": None,
+        }
+    write_json(path, meta)
+    return meta
+
+
+def _run_id(names: list[str], p_hash: str, t_hash: str, k: int) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", "+".join(names))[:48]
+    digest = hashlib.sha256(f"{p_hash}|{t_hash}|{','.join(names)}|{k}".encode()).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _progress:
+    """A rich progress bar (or nothing) exposing one ``advance()`` callable."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.enabled, self.total, self._bar = enabled and total > 0, total, None
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._bar = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False)
+        self._bar.__enter__()
+        task = self._bar.add_task("run", total=self.total)
+        return lambda: self._bar.advance(task)
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+        return False

@@ -1,0 +1,227 @@
+"""The suite contract: what a tool world must declare and implement.
+
+A *suite* is a folder with a ``suite.yaml`` manifest (tool specs in OpenAI function-calling
+JSON schema, each annotated with its effect, plus a topology descriptor over the axes of
+DESIGN §1) and a Python module holding a :class:`Suite` subclass. The runner only ever talks
+to a suite through this module, so a suite written outside the repository works the same
+as a shipped one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from enum import Enum
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from topoeval.messages import AssistantMessage
+
+SPLITS = ("train", "dev", "test", "fewshot")
+Split = Literal["train", "dev", "test", "fewshot"]
+
+
+class Effect(str, Enum):
+    """What a tool does to the world."""
+
+    read = "read"
+    write = "write"
+    irreversible = "irreversible"
+
+
+class ToolSpec(BaseModel):
+    """One tool of a suite: its OpenAI function schema plus topoeval's annotations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Function name the model calls.")
+    description: str = Field(description="Text shown to the model.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="JSON schema (OpenAI function-calling) of the arguments.",
+    )
+    effect: Effect = Field(description="read | write | irreversible.")
+    idempotent: bool = Field(description="Calling twice with the same arguments changes nothing more.")
+    parallel_safe: bool = Field(description="May run in the same turn as other calls.")
+    needs_confirmation: bool = Field(
+        default=False, description="The user must confirm these exact arguments before the call."
+    )
+    user_channel: bool = Field(
+        default=False, description="This tool talks to the simulated user (ask_user) rather than the world."
+    )
+
+    def openai(self) -> dict[str, Any]:
+        """The tool as an OpenAI ``tools`` entry (annotations stripped)."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+class TopologyDescriptor(BaseModel):
+    """Where a suite sits on each axis of DESIGN §1."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: Literal["stateless", "stateful"] = Field(description="Whether calls change the world.")
+    reversibility: Literal["all_reversible", "some_irreversible"] = Field(
+        description="Whether some action cannot be undone."
+    )
+    user: Literal["none", "hidden_slots"] = Field(description="Whether some task facts are known only to the user.")
+    ordering: Literal["flat", "partial_order"] = Field(description="Flat constraints or prioritised ones.")
+    dependency: Literal["independent", "serial", "mixed"] = Field(
+        description="Shape of the gold call DAGs: parallel lookups, serial chains, or both."
+    )
+    schema_name: str = Field(description="Label of the tool vocabulary (changes when tools are renamed).")
+    answer_channel: Literal["text", "state"] = Field(description="Answer in text, or a change of world state.")
+    distractor_tools: int = Field(default=0, description="Tools present that no task needs.")
+
+
+class SuiteManifest(BaseModel):
+    """The parsed ``suite.yaml`` of a suite folder."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Suite name used in protocols.")
+    description: str = Field(description="One paragraph for `topoeval suites`.")
+    version: int = Field(default=1, description="Bumped when generated tasks change.")
+    world: str = Field(description="'module.py:ClassName' of the Suite subclass, relative to the folder.")
+    tools: list[ToolSpec] = Field(description="Tool specs offered to the model.")
+    topology: TopologyDescriptor = Field(description="Position on the topology axes.")
+
+
+class GoldCall(BaseModel):
+    """One node of a task's gold dependency DAG: a call the task requires."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Node id, unique within the task.")
+    tool: str = Field(description="Tool name.")
+    arguments: dict[str, Any] = Field(description="Arguments that identify the call (compared normalised).")
+    depends_on: list[str] = Field(default_factory=list, description="Ids of nodes whose observations feed this call.")
+
+
+class Task(BaseModel):
+    """One generated task with its ground truth."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Stable id: '<suite>/<split>/<index>-<hash8>'.")
+    suite: str = Field(description="Suite name.")
+    split: Split = Field(description="train | dev | test | fewshot.")
+    index: int = Field(description="Index within the split.")
+    family: str = Field(description="Task family / question type (for per-family breakdowns).")
+    prompt: str = Field(description="The user's opening message.")
+    answer: str | None = Field(default=None, description="Gold text answer for answer-channel tasks.")
+    answer_aliases: list[str] = Field(default_factory=list, description="Other accepted answers.")
+    expected_state: dict[str, Any] | None = Field(
+        default=None, description="Expected world-state diff for state-channel tasks."
+    )
+    allow_list: list[str] = Field(
+        default_factory=list, description="State keys that may change (anything else changing fails)."
+    )
+    given_slots: dict[str, Any] = Field(default_factory=dict, description="Slots stated in the prompt.")
+    hidden_slots: dict[str, Any] = Field(default_factory=dict, description="Slots only the user knows.")
+    priority: list[str] = Field(default_factory=list, description="Constraint priority order, highest first.")
+    trade_off: bool = Field(default=False, description="No option satisfies every constraint.")
+    gold: list[GoldCall] = Field(default_factory=list, description="Gold dependency DAG of required calls.")
+    irreversible_tools: list[str] = Field(default_factory=list, description="Tools whose calls cannot be undone.")
+    data: dict[str, Any] = Field(default_factory=dict, description="Suite-specific world specification.")
+
+    def fingerprint(self) -> str:
+        """sha256 of the canonical JSON of the task (feeds the task-set hash)."""
+        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+
+
+class ToolError(Exception):
+    """Raised by a world for a call it cannot carry out; becomes an error observation."""
+
+
+class World(ABC):
+    """The live state of one episode."""
+
+    #: Records of interactions the metrics need (user questions, confirmations, ...).
+    events: list[dict[str, Any]]
+
+    @abstractmethod
+    def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Execute one validated call and return its observation (JSON-serialisable).
+
+        Raise :class:`ToolError` for calls the world refuses (unknown ids, ...).
+        """
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-serialisable state, used for diffs and invariants."""
+
+
+class Suite(ABC):
+    """A tool world: manifest, task generator, world factory, scorer and oracle."""
+
+    #: pydantic model of the suite parameters a protocol topology may set.
+    Params: ClassVar[type[BaseModel]]
+
+    def __init__(self, manifest: SuiteManifest, folder: str | None = None):
+        self.manifest = manifest
+        self.folder = folder
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return self.manifest.tools
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
+        return self.Params.model_validate(params or {})
+
+    def system_prompt(self, params: BaseModel) -> str:
+        """System message for this suite (short: it is paid on every call)."""
+        return (
+            "You are an agent that solves the user's task with the tools provided. "
+            "Call tools when you need information or to act; several independent calls may go in one turn. "
+            "When you are done, reply with your final answer and no tool call."
+        )
+
+    @abstractmethod
+    def generate(self, params: BaseModel, split: Split, seed: int, index: int) -> Task:
+        """The task at ``index`` of ``split``; a pure function of its arguments."""
+
+    def tasks(self, params: BaseModel, split: Split, seed: int, n: int) -> list[Task]:
+        return [self.generate(params, split, seed, i) for i in range(n)]
+
+    @abstractmethod
+    def make_world(self, task: Task) -> World:
+        """A fresh world for one episode of ``task``."""
+
+    @abstractmethod
+    def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
+        """Outcome scores: at least ``success`` in {0, 1}; answer suites also ``f1``."""
+
+    @abstractmethod
+    def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
+        """The next message of a reference policy that knows the ground truth."""
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON (sorted keys, no spaces) for hashing."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def task_seed(suite: str, params: BaseModel, split: str, seed: int, index: int) -> int:
+    """Integer seed of one task, derived from everything that identifies it.
+
+    The split name is part of the hash, so the four splits draw from disjoint seed streams.
+    """
+    key = canonical_json([suite, params.model_dump(mode="json"), split, seed, index])
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
+def task_id(suite: str, split: str, index: int, seed_value: int) -> str:
+    return f"{suite}/{split}/{index}-{seed_value & 0xFFFFFFFF:08x}"

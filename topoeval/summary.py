@@ -1,0 +1,64 @@
+"""Aggregating episode records into ``summary.json`` cells (one per model x baseline x topology)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+def metric_stats(by_task_sample: dict[str, dict[int, float]]) -> dict[str, Any]:
+    """mean over all (task, sample) values; std across the k per-sample means; n = tasks with a value.
+
+    ``by_task_sample`` maps task id -> sample index -> value (null values already left out).
+    """
+    values = [v for samples in by_task_sample.values() for v in samples.values()]
+    if not values:
+        return {"mean": None, "std": None, "n": 0}
+    per_sample: dict[int, list[float]] = defaultdict(list)
+    for samples in by_task_sample.values():
+        for s, v in samples.items():
+            per_sample[s].append(v)
+    sample_means = [sum(v) / len(v) for v in per_sample.values()]
+    mu = sum(sample_means) / len(sample_means)
+    std = math.sqrt(sum((m - mu) ** 2 for m in sample_means) / (len(sample_means) - 1)) if len(sample_means) > 1 else 0.0
+    return {"mean": sum(values) / len(values), "std": std, "n": len(by_task_sample)}
+
+
+def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
+    """Cells from episode records; ``order`` fixes the cell order (model, baseline, topology)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[(r["model"], r["baseline"], r["topology"])].append(r)
+    keys = [k for k in (order or []) if k in groups] + sorted(k for k in groups if k not in (order or []))
+    cells = []
+    for key in keys:
+        recs = groups[key]
+        metrics: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+        for r in recs:
+            for name, value in r["scores"].items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
+                    metrics[name][r["task_id"]][r["sample"]] = float(value)
+        status: dict[str, int] = defaultdict(int)
+        for r in recs:
+            status[r["status"]] += 1
+        cells.append(
+            {
+                "model": key[0],
+                "baseline": key[1],
+                "topology": key[2],
+                "suite": recs[0]["suite"],
+                "role": recs[0]["role"],
+                "n_tasks": len({r["task_id"] for r in recs}),
+                "n_episodes": len(recs),
+                "status": dict(sorted(status.items())),
+                "metrics": {name: metric_stats(metrics[name]) for name in sorted(metrics)},
+            }
+        )
+    return cells
+
+
+def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None) -> dict:
+    return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": build_cells(records, order)}
