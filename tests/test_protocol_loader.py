@@ -127,5 +127,5 @@ def test_cli_validate_exit_2_one_line_per_error(tmp_path, topoeval_cmd):
     proc = subprocess.run([*topoeval_cmd, "validate", str(good), str(bad)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines() == [f"{bad}:8 test[0].suite: unknown suite 'travl'"]
+    assert proc.stderr.strip().splitlines() == [f"{bad}:8 test[0].suite: unknown suite 'travl' (did you mean 'travel'?)"]
     assert f"{good}: ok" in proc.stdout

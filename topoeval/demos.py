@@ -13,8 +13,10 @@ from topoeval.protocol import Limits, SplitSpec
 from topoeval.topology import ResolvedTopology
 
 
-async def demo_messages(donor: ResolvedTopology, pool: SplitSpec, shots: int, seed_key: Any) -> list[dict[str, Any]]:
-    """Messages of ``shots`` oracle episodes drawn (seeded by ``seed_key``) from ``donor``'s fewshot split.
+async def demo_messages(
+    donor: ResolvedTopology, pool: SplitSpec, shots: int, seed_key: Any
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(messages, task ids) of ``shots`` oracle episodes drawn (seeded by ``seed_key``) from ``donor``'s fewshot split.
 
     The fewshot split is disjoint from the test split by construction, so a demonstration is
     never an evaluated task.
@@ -32,4 +34,4 @@ async def demo_messages(donor: ResolvedTopology, pool: SplitSpec, shots: int, se
             labels={},
         )
         out += record["messages"]
-    return out
+    return out, [t.id for t in chosen]

@@ -168,3 +168,19 @@ def test_killed_run_resumes_with_every_episode_exactly_once(tmp_path, echo_proto
     keys = Counter(r["key"] for r in lines(out))
     assert len(keys) == 40 and set(keys.values()) == {1}
     assert f"{40 - done_before} new episodes, {done_before} resumed" in finished.stdout
+
+
+def test_fewshot_demos_are_oracle_episodes_from_the_fewshot_split(tmp_path):
+    res = topoeval.run_protocol("wiki_to_travel", ["oracle"], tmp_path / "r", tasks=3)
+    eps = lines(tmp_path / "r")
+    evaluated = {r["task_id"] for r in eps}
+    for r in eps:
+        zero = next(z for z in eps if z["task_id"] == r["task_id"] and z["shots"] == 0)
+        # the oracle does the same thing whatever demos precede the task
+        assert [c["name"] for c in r["calls"]] == [c["name"] for c in zero["calls"]]
+        assert (r["n_demo_messages"] > 0) == (r["shots"] > 0)
+        assert len(r["demo_task_ids"]) == r["shots"]
+        assert all("/fewshot/" in d for d in r["demo_task_ids"]) and not set(r["demo_task_ids"]) & evaluated
+    for shots in (1, 2, 4):
+        assert res.cell("oracle", "travel", f"{shots}-shot")["metrics"]["success"]["mean"] == 1.0
+    assert all("/fewshot/" not in t for t in evaluated)

@@ -22,7 +22,13 @@ class OraclePolicy(Policy):
         self.variant = variant
 
     async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
-        return ctx.suite.oracle(ctx.task, messages, self.variant)
+        return ctx.suite.oracle(ctx.task, episode_messages(messages), self.variant)
+
+
+def episode_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of the current episode: from the last user turn on (demos come before it)."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
+    return messages[last_user:]
 
 
 class NoopPolicy(Policy):
@@ -46,6 +52,7 @@ class RandomPolicy(Policy):
     max_tool_turns = 3
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        messages = episode_messages(messages)
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         rng = random.Random(_seed(ctx.task.id, ctx.sample, turns))
         words = _words(" ".join(str(m.get("content") or "") for m in messages if m.get("role") != "system"))

@@ -131,12 +131,13 @@ async def arun_protocol(
                 async with sems[policy.name]:
                     record = await run_episode(
                         policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
-                        demos=demos.get((topo.name, shots, s), []), limits=protocol.limits,
+                        demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
                         sampling=_sampling(protocol, s), sample=s, shots=shots,
                         labels={
                             "key": key, "episode_id": episode_id(key), "model": policy.name,
                             "baseline": baseline_name(shots), "topology": topo.name,
                             "suite": topo.suite.name, "role": topo.spec.role,
+                            "demo_task_ids": demos.get((topo.name, shots, s), ([], []))[1],
                         },
                     )
                 store.append(record)

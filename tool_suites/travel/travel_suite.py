@@ -1,0 +1,127 @@
+"""The travel suite: task generation, scoring against the expected state, and the oracle."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from topoeval.gold import dag_levels, tool_results, tool_turns
+from topoeval.messages import AssistantMessage, ToolCall, final
+from topoeval.state import diff_matches, state_diff
+from topoeval.suite import SPLITS, Suite, Task, World, task_id, task_seed
+
+from . import generator, tasks
+from .world import TravelWorld
+
+Family = Literal["full", "underspecified", "tradeoff", "events", "flexible"]
+
+
+class TravelParams(BaseModel):
+    """Parameters of the travel suite a protocol topology may set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    families: list[Family] = Field(
+        default_factory=lambda: list(generator.FAMILIES), min_length=1, description="Task families to draw, round-robin."
+    )
+    hold_ttl: int = Field(default=10, ge=2, le=100, description="Calls after which an unpaid hold expires.")
+    cancel_fee: float = Field(default=0.2, ge=0.0, le=1.0, description="Share of the price kept when cancelling.")
+
+
+SYSTEM_PROMPT = (
+    "You book exactly one flight for the traveller with the tools. If a detail you need (budget, dates, "
+    "airline) is not given, ask the traveller with ask_user. When not every wish can be met, follow the "
+    "traveller's priority order; among equally good flights choose the cheapest. Hold a seat, ask the "
+    "traveller to confirm that exact flight (name its flight id), then pay. Payments cannot be undone. "
+    "Independent look-ups may go in one turn. Finish with a one-line summary and no tool call."
+)
+
+
+class TravelSuite(Suite):
+    Params = TravelParams
+
+    def system_prompt(self, params: BaseModel) -> str:
+        return SYSTEM_PROMPT
+
+    def generate(self, params: TravelParams, split, seed: int, index: int) -> Task:
+        s = task_seed(self.name, params, split, seed, index)
+        family = params.families[index % len(params.families)]
+        sc = generator.generate(random.Random(s), SPLITS.index(split), len(SPLITS), family)
+        given, hidden = tasks.slots(sc)
+        expected, allow = tasks.expected_state(sc)
+        return Task(
+            id=task_id(self.name, split, index, s),
+            suite=self.name,
+            split=split,
+            index=index,
+            family=family,
+            prompt=tasks.prompt(sc),
+            expected_state=expected,
+            allow_list=allow,
+            given_slots=given,
+            hidden_slots=hidden,
+            priority=sc.priority,
+            trade_off=family == "tradeoff",
+            gold=tasks.gold_dag(sc),
+            irreversible_tools=["pay", "cancel_booking"],
+            data={
+                "flights": [f.public() for f in sc.flights],
+                "events": sc.events,
+                "truth": tasks.truth(sc),
+                "balance": tasks.BALANCE,
+                "hold_ttl": params.hold_ttl,
+                "cancel_fee": params.cancel_fee,
+                "commit_objects": {"pay": [sc.target().id]},
+                "options": {f.id: {"price": f.price, "satisfied": sc.satisfied(f)} for f in sc.searchable()},
+            },
+        )
+
+    def make_world(self, task: Task) -> TravelWorld:
+        world = TravelWorld(task.data)
+        world.initial = world.snapshot()
+        return world
+
+    def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
+        """success: one paid booking on the target, no hold left active, only allowed changes."""
+        assert isinstance(world, TravelWorld)
+        target = task.data["truth"]["target"]
+        paid = [b for b in world.bookings.values() if b["status"] == "paid"]
+        active = [h for h in world.holds.values() if h["status"] == "active"]
+        diff = state_diff(world.initial, world.snapshot())
+        ok = (
+            len(paid) == 1
+            and paid[0]["flight"] == target
+            and len(world.bookings) == 1
+            and not active
+            and diff_matches(diff, task.expected_state or {}, task.allow_list)
+        )
+        return {"success": float(ok)}
+
+    def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
+        """The gold DAG level by level; the pay call takes the hold id the world returned."""
+        levels = dag_levels(task.gold)
+        turn = tool_turns(messages)
+        if turn >= len(levels):
+            t = task.data["truth"]["target"]
+            return final(f"Booked flight {t}.")
+        hold_id = _hold_id(messages, task.data["truth"]["target"])
+        calls = []
+        for g in levels[turn]:
+            args = {k: (hold_id if v == tasks.HOLD_REF else v) for k, v in g.arguments.items()}
+            calls.append(ToolCall.make(f"t{turn}_{g.id}", g.tool, args))
+        return AssistantMessage(tool_calls=calls)
+
+
+def _hold_id(messages: list[dict[str, Any]], flight_id: str) -> str | None:
+    """The hold id of the last successful hold on ``flight_id`` in the transcript."""
+    found = None
+    for name, args, text in tool_results(messages):
+        if name == "hold_seat" and args.get("flight_id") == flight_id:
+            try:
+                found = json.loads(text).get("hold_id", found)
+            except (json.JSONDecodeError, AttributeError):
+                pass
+    return found
