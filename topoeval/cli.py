@@ -115,11 +115,37 @@ def protocols() -> None:
 
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
-    """Print the ID/OOD success table of a finished run."""
-    from topoeval.report import print_success_table
+    """Print success ± std, dq and each decision-quality dimension, ID against OOD."""
+    from topoeval.report import print_quality_table, print_success_table
     from topoeval.runner.store import read_json
 
-    print_success_table(read_json(run_dir / "summary.json"), _console())
+    summary = read_json(run_dir / "summary.json")
+    console = _console()
+    print_success_table(summary, console)
+    print_quality_table(summary, console)
+
+
+@app.command()
+def sensitivity(
+    suite: Annotated[Optional[list[str]], typer.Option("--suite", help="Suite(s) to sample (default: all).")] = None,
+    tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite.")] = 100,
+    seed: Annotated[int, typer.Option(help="Task seed.")] = 0,
+    suites_dir: SuitesDir = None,
+) -> None:
+    """Run the reference policies and print the metrics' sensitivity matrix (exit 1 if the bar is missed)."""
+    from topoeval.discovery import SuiteRegistry
+    from topoeval.report import print_sensitivity
+    from topoeval.sensitivity import bar_violations, run_matrix
+
+    registry = SuiteRegistry(suites_dir or ())
+    names = suite or [n for n in registry.names() if registry.get(n).folder and "tool_suites" in registry.get(n).folder]
+    for n in names:
+        registry.get(n)
+    matrix = run_matrix(names, tasks, seed, registry)
+    violations = bar_violations(matrix)
+    print_sensitivity(matrix, violations, _console())
+    if violations:
+        raise typer.Exit(1)
 
 
 def main() -> None:

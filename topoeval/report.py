@@ -1,8 +1,11 @@
-"""Terminal tables of a run's summary."""
+"""Terminal tables of a run's summary: success per topology, then every dimension ID vs OOD."""
 
 from __future__ import annotations
 
 from typing import Any
+
+#: Rows of the decision-quality table, in order.
+QUALITY_ROWS = ("success", "dq", "clarification", "priority", "risk", "parallelism", "efficiency")
 
 
 def fmt_stat(stat: dict[str, Any] | None) -> str:
@@ -12,25 +15,88 @@ def fmt_stat(stat: dict[str, Any] | None) -> str:
     return f"{stat['mean']:.2f} ± {stat['std']:.2f}" if stat.get("std") else f"{stat['mean']:.2f}"
 
 
+def _topologies(cells: list[dict[str, Any]]) -> dict[str, str]:
+    """Topology -> role, ID first, then OOD, then ladder steps."""
+    out: dict[str, str] = {}
+    for role in ("id", "ood", "ladder"):
+        for c in cells:
+            if c["role"] == role:
+                out.setdefault(c["topology"], role)
+    return out
+
+
 def print_success_table(summary: dict[str, Any], console, metric: str = "success") -> None:
     """Rows: model x baseline; columns: topologies (role in brackets), ID before OOD."""
     from rich.markup import escape
     from rich.table import Table
 
     cells = summary["cells"]
-    topologies: dict[str, str] = {}
-    for role in ("id", "ood", "ladder"):
-        for c in cells:
-            if c["role"] == role:
-                topologies.setdefault(c["topology"], role)
-    table = Table(title=f"{summary['protocol']}: {metric} (mean ± std over samples)")
+    topologies = _topologies(cells)
+    table = Table(title=f"{summary['protocol']}: {metric} (mean ± std over samples; = marks a tie)")
     table.add_column("model")
     table.add_column("baseline")
     for name, role in topologies.items():
         table.add_column(escape(f"{name} [{role}]"), justify="right")
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for c in cells:
-        rows.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = fmt_stat(c["metrics"].get(metric))
+        mark = " =" if c.get("ties") else ""
+        rows.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = fmt_stat(c["metrics"].get(metric)) + mark
     for (model, baseline), values in rows.items():
         table.add_row(model, baseline, *(values.get(t, "—") for t in topologies))
     console.print(table)
+
+
+def print_quality_table(summary: dict[str, Any], console) -> None:
+    """Rows: model x baseline x metric (success, dq, each dimension); columns: topologies.
+
+    Each value is the mean over the tasks where the metric applies, with its n.
+    """
+    from rich.markup import escape
+    from rich.table import Table
+
+    cells = summary["cells"]
+    topologies = _topologies(cells)
+    table = Table(title=f"{summary['protocol']}: decision quality, ID vs OOD (mean, n tasks where it applies)")
+    for col in ("model", "baseline", "metric"):
+        table.add_column(col)
+    for name, role in topologies.items():
+        table.add_column(escape(f"{name} [{role}]"), justify="right")
+    by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for c in cells:
+        by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c["metrics"]
+    for (model, baseline), per_topo in by_key.items():
+        for i, metric in enumerate(QUALITY_ROWS):
+            values = []
+            for t in topologies:
+                stat = per_topo.get(t, {}).get(metric)
+                values.append("—" if not stat or stat.get("mean") is None else f"{stat['mean']:.2f} (n={stat['n']})")
+            table.add_row(model if i == 0 else "", baseline if i == 0 else "", metric, *values,
+                          end_section=i == len(QUALITY_ROWS) - 1)
+    console.print(table)
+
+
+def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) -> None:
+    from rich.table import Table
+
+    from topoeval.sensitivity import COLUMNS, FLAWS, unchecked
+
+    table = Table(title=f"sensitivity matrix ({matrix['tasks']} tasks; mean over tasks where the metric applies, n)")
+    table.add_column("policy")
+    table.add_column("breaks")
+    for col in COLUMNS:
+        table.add_column(col, justify="right")
+    for policy, row in matrix["cells"].items():
+        values = ["—" if v["mean"] is None else f"{v['mean']:.2f} ({v['n']})" for v in row.values()]
+        table.add_row(policy, FLAWS.get(policy, ""), *values)
+    console.print(table)
+    blind = unchecked(matrix)
+    if blind:
+        console.print(f"cannot check {', '.join(blind)}: no task of this sample gives it a meaning")
+    if violations:
+        console.print("[red]bar missed:[/red]")
+        for v in violations:
+            console.print(f"  {v}")
+    else:
+        console.print("bar met: oracle 1.0 everywhere, noop never succeeds, each flaw drops its own "
+                      "dimension by >= 0.3 and moves no other by more than 0.05"
+                      + (" (on the dimensions it can check)" if blind else ""))

@@ -1,18 +1,30 @@
-"""Per-episode scores: the suite's outcome scores plus counts every episode has."""
+"""Per-episode scores: the suite's outcome scores, the decision-quality dimensions, and counts."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from topoeval.metrics.dimensions import decision_quality
 from topoeval.suite import Suite, Task, World
 
 
 def score_episode(suite: Suite, task: Task, record: dict[str, Any], world: World) -> dict[str, Any]:
-    """Scores of a finished episode record (``record`` as written to episodes.jsonl)."""
+    """Scores of a finished episode record (``record`` as written to episodes.jsonl).
+
+    ``success`` (and ``f1`` for answer tasks) come from the suite; ``clarification``,
+    ``priority``, ``risk``, ``parallelism``, ``efficiency`` and ``dq`` from
+    :mod:`topoeval.metrics.dimensions` (``None`` where a dimension does not apply).
+    """
     scores: dict[str, Any] = dict(suite.score(task, record.get("final_answer"), world))
+    scores.update(decision_quality(task, record, {t.name: t for t in suite.tools}))
     calls = record.get("calls", [])
+    usage = record.get("usage") or {}
     scores["tool_calls"] = sum(1 for c in calls if c["status"] != "skipped")
     scores["invalid_calls"] = sum(1 for c in calls if c["status"] == "invalid")
     scores["tool_errors"] = sum(1 for c in calls if c["status"] in ("tool_error", "crash"))
     scores["turns"] = record.get("turns", 0)
+    scores["prompt_tokens"] = usage.get("prompt_tokens", 0)
+    scores["completion_tokens"] = usage.get("completion_tokens", 0)
+    if record.get("cost") is not None:
+        scores["cost"] = record["cost"]
     return scores

@@ -101,6 +101,14 @@ class GoldCall(BaseModel):
     tool: str = Field(description="Tool name.")
     arguments: dict[str, Any] = Field(description="Arguments that identify the call (compared normalised).")
     depends_on: list[str] = Field(default_factory=list, description="Ids of nodes whose observations feed this call.")
+    match: Literal["args", "tool", "ask", "confirm"] = Field(
+        default="args",
+        description=(
+            "How an agent's call is matched to this node: 'args' (same tool, gold arguments equal after "
+            "normalisation), 'tool' (same tool; arguments unknowable in advance, e.g. a hold id), 'ask' "
+            "(a user question about a hidden slot), 'confirm' (a user confirmation)."
+        ),
+    )
 
 
 class Task(BaseModel):
@@ -128,6 +136,14 @@ class Task(BaseModel):
     trade_off: bool = Field(default=False, description="No option satisfies every constraint.")
     gold: list[GoldCall] = Field(default_factory=list, description="Gold dependency DAG of required calls.")
     irreversible_tools: list[str] = Field(default_factory=list, description="Tools whose calls cannot be undone.")
+    commit_targets: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per irreversible tool, the objects it may validly act on for this task's goal (risk metric).",
+    )
+    options: dict[str, dict[str, bool]] = Field(
+        default_factory=dict,
+        description="Committable options and which constraints each satisfies (priority metric on trade-offs).",
+    )
     data: dict[str, Any] = Field(default_factory=dict, description="Suite-specific world specification.")
 
     def fingerprint(self) -> str:
@@ -140,9 +156,17 @@ class ToolError(Exception):
 
 
 class World(ABC):
-    """The live state of one episode."""
+    """The live state of one episode.
 
-    #: Records of interactions the metrics need (user questions, confirmations, ...).
+    ``events`` records what the metrics need, appended by the world as calls happen (the runner
+    tags each with the index of the call and turn that caused it):
+
+    - ``{"type": "ask", "slots": [...]}`` — a user question and the slots it was about;
+    - ``{"type": "confirm", "object": X, "answer": "yes" | "no"}`` — a confirmation request;
+    - ``{"type": "commit", "tool": T, "object": X}`` — an irreversible call that took effect.
+    """
+
+    #: Records of interactions the metrics need (see the class docstring).
     events: list[dict[str, Any]]
 
     @abstractmethod

@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any
 
+from topoeval.metrics.stats import mark_ties, metric_stats
+
 SCHEMA_VERSION = 1
-
-
-def metric_stats(by_task_sample: dict[str, dict[int, float]]) -> dict[str, Any]:
-    """mean over all (task, sample) values; std across the k per-sample means; n = tasks with a value.
-
-    ``by_task_sample`` maps task id -> sample index -> value (null values already left out).
-    """
-    values = [v for samples in by_task_sample.values() for v in samples.values()]
-    if not values:
-        return {"mean": None, "std": None, "n": 0}
-    per_sample: dict[int, list[float]] = defaultdict(list)
-    for samples in by_task_sample.values():
-        for s, v in samples.items():
-            per_sample[s].append(v)
-    sample_means = [sum(v) / len(v) for v in per_sample.values()]
-    mu = sum(sample_means) / len(sample_means)
-    std = math.sqrt(sum((m - mu) ** 2 for m in sample_means) / (len(sample_means) - 1)) if len(sample_means) > 1 else 0.0
-    return {"mean": sum(values) / len(values), "std": std, "n": len(by_task_sample)}
+#: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
+BINARY_METRICS = ("success",)
 
 
 def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
@@ -54,9 +39,10 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
                 "n_tasks": len({r["task_id"] for r in recs}),
                 "n_episodes": len(recs),
                 "status": dict(sorted(status.items())),
-                "metrics": {name: metric_stats(metrics[name]) for name in sorted(metrics)},
+                "metrics": {name: metric_stats(metrics[name], name in BINARY_METRICS) for name in sorted(metrics)},
             }
         )
+    mark_ties(cells)
     return cells
 
 

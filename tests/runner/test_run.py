@@ -31,7 +31,10 @@ def test_run_writes_run_json_summary_and_episodes(tmp_path, echo_protocol, fixtu
     assert summary["schema"] == 1 and summary["protocol"] == "echo_proto"
     cell = res.cell("oracle", "echo-b")
     assert cell["role"] == "ood" and cell["n_tasks"] == 4 and cell["n_episodes"] == 8
-    assert cell["metrics"]["success"] == {"mean": 1.0, "std": 0.0, "n": 4}
+    success = cell["metrics"]["success"]
+    assert (success["mean"], success["std"], success["n"], success["ci95"]) == (1.0, 0.0, 4, [1.0, 1.0])
+    assert success["pass@k"] == {"1": 1.0, "2": 1.0} and success["pass^k"] == {"1": 1.0, "2": 1.0}
+    assert cell["ties"] == []  # noop is the only other model on echo-b, and it scores 0
     assert res.cell("noop", "echo-a")["metrics"]["success"]["mean"] == 0.0
     ep = lines(out)[0]
     for key in ("messages", "calls", "state_diff", "usage", "wall_s", "errors", "scores", "status", "final_answer"):
@@ -137,7 +140,10 @@ def test_unknown_model_is_one_line(tmp_path, echo_protocol, fixture_suites, topo
         capture_output=True, text=True,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: unknown model 'gpt-9'; known: noop, oracle, random"
+    assert proc.stderr.strip() == (
+        "error: unknown model 'gpt-9'; known: noop, oracle, oracle-no-ask, oracle-no-priority, "
+        "oracle-reckless, oracle-redundant, oracle-serial, random"
+    )
 
 
 def _wait_for_lines(path, n, proc, timeout=60):

@@ -55,12 +55,12 @@ def test_oracle_searches_independent_dates_in_one_turn(travel, tasks):
 
 def test_family_properties(travel, tasks):
     for t in tasks:
-        opts = t.data["options"]
+        opts = t.options
         target = t.data["truth"]["target"]
-        fully = [f for f, o in opts.items() if all(o["satisfied"].values())]
+        fully = [f for f, o in opts.items() if all(o.values())]
         if t.family == "tradeoff":
             assert t.trade_off and not fully and not t.hidden_slots
-            assert opts[target]["satisfied"][t.priority[0]]
+            assert opts[target][t.priority[0]]
         else:
             assert not t.trade_off and target in fully
         if t.family == "underspecified":
@@ -102,15 +102,19 @@ def test_traveller_answers_only_the_asked_slot(travel, tasks):
     assert world.events[-1]["slots"] == ["route"]
 
 
-def test_traveller_confirms_only_the_target(travel, tasks):
-    task, world = world_for(travel, tasks, family="full")
+def test_traveller_confirms_what_the_hidden_constraints_allow(travel, tasks):
+    task, world = world_for(travel, tasks, hidden=["budget"])
     target = task.data["truth"]["target"]
-    other = next(f for f in task.data["options"] if f != target)
-    assert world.call("ask_user", {"question": f"Shall I book {other}?"}) == "No."
-    assert world.events[-1] == {"type": "confirm", "object": other, "answer": "no"}
+    over = next(f for f, ok in task.options.items() if not ok["budget"])
+    assert world.call("ask_user", {"question": f"Shall I book {over}?"}) == "No."
+    assert world.events[-1] == {"type": "confirm", "object": over, "answer": "no"}
     hold = world.call("hold_seat", {"flight_id": target})
     assert world.call("ask_user", {"question": f"OK to pay {hold['hold_id']}?"}) == "Yes, go ahead."
     assert world.events[-1] == {"type": "confirm", "object": target, "answer": "yes"}
+    # with nothing hidden the traveller does not re-judge stated wishes: any real option is confirmed
+    task, world = world_for(travel, tasks, family="tradeoff")
+    other = next(f for f in task.options if f != task.data["truth"]["target"])
+    assert world.call("ask_user", {"question": f"Book {other}?"}) == "Yes, go ahead."
 
 
 def test_bad_calls_are_clear_errors(travel, tasks):

@@ -122,8 +122,8 @@ def _draw(rng: random.Random, split_pool: int, n_pools: int, family: str) -> Sce
     destination = rng.choice(DESTINATIONS)
     start = date(2027, rng.randrange(1, 13), rng.randrange(1, 20))
     month = start.strftime("%Y-%m")
-    n_dates = {"full": 1, "underspecified": rng.choice((1, 2)), "tradeoff": 2, "events": rng.choice((3, 4)),
-               "flexible": rng.choice((2, 3))}[family]
+    n_dates = {"full": 1, "underspecified": 2, "tradeoff": rng.choice((2, 3)),
+               "events": rng.choice((4, 5)), "flexible": rng.choice((3, 4))}[family]
     cands = _dates(start, n_dates)
     # a few days either side carry flights too, so searching the wrong dates finds something
     flights = _flights(rng, _dates(start - timedelta(days=2), n_dates + 4), per_date=4)

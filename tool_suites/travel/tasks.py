@@ -50,10 +50,22 @@ def prompt(sc: Scenario) -> str:
     return " ".join(parts)
 
 
+def acceptable(sc: Scenario) -> list[str]:
+    """Free flights the traveller would confirm: every *hidden* constraint met (the traveller does
+    not re-judge what the prompt already stated, nor the priority order)."""
+    out = []
+    for f in sc.searchable():
+        ok = sc.satisfied(f)
+        if f.seats > 0 and all(ok[s if s != "dates" else "date"] for s in sc.hidden):
+            out.append(f.id)
+    return out
+
+
 def truth(sc: Scenario) -> dict[str, Any]:
     """What the simulated traveller knows."""
     return {
         "target": sc.target().id,
+        "acceptable": acceptable(sc),
         "budget": sc.budget,
         "airline": sc.airline,
         "candidate_dates": sc.candidate_dates,
@@ -78,16 +90,20 @@ def ask_question(hidden: list[str]) -> str:
     return "Could you tell me " + " and ".join(wording[s] for s in hidden) + "?"
 
 
+def confirm_text(flight: dict[str, Any]) -> str:
+    f = flight
+    return f"Please confirm: shall I pay for flight {f['flight_id']} ({f['airline']}, {f['date']} {f['depart']}) at ${f['price']}?"
+
+
 def confirm_question(sc: Scenario) -> str:
-    t = sc.target()
-    return f"Please confirm: shall I pay for flight {t.id} ({t.airline}, {t.date} {t.depart}) at ${t.price}?"
+    return confirm_text(sc.target().public())
 
 
 def gold_dag(sc: Scenario) -> list[GoldCall]:
     """ask (hidden slots) / events -> searches -> hold -> confirm -> pay."""
     gold: list[GoldCall] = []
     if sc.hidden:
-        gold.append(GoldCall(id="ask", tool="ask_user", arguments={"question": ask_question(sc.hidden)}))
+        gold.append(GoldCall(id="ask", tool="ask_user", arguments={"question": ask_question(sc.hidden)}, match="ask"))
     search_deps = []
     if "dates" in sc.hidden:
         search_deps.append("ask")
@@ -104,8 +120,10 @@ def gold_dag(sc: Scenario) -> list[GoldCall]:
     hold_deps = searches + (["ask"] if sc.hidden and "ask" not in search_deps else [])
     target = sc.target().id
     gold.append(GoldCall(id="hold", tool="hold_seat", arguments={"flight_id": target}, depends_on=hold_deps))
-    gold.append(GoldCall(id="confirm", tool="ask_user", arguments={"question": confirm_question(sc)}, depends_on=["hold"]))
-    gold.append(GoldCall(id="pay", tool="pay", arguments={"hold_id": HOLD_REF}, depends_on=["hold", "confirm"]))
+    gold.append(GoldCall(id="confirm", tool="ask_user", arguments={"question": confirm_question(sc)},
+                         depends_on=["hold"], match="confirm"))
+    gold.append(GoldCall(id="pay", tool="pay", arguments={"hold_id": HOLD_REF}, depends_on=["hold", "confirm"],
+                         match="tool"))
     return gold
 
 

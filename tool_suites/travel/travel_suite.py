@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from topoeval.gold import dag_levels, tool_results, tool_turns
+from topoeval.gold import tool_results
 from topoeval.messages import AssistantMessage, ToolCall, final
+from topoeval.oracle import next_calls
 from topoeval.state import diff_matches, state_diff
 from topoeval.suite import SPLITS, Suite, Task, World, task_id, task_seed
 
 from . import generator, tasks
+from .oracle import active_holds, plan, refused, resolve_hold
 from .world import TravelWorld
 
 Family = Literal["full", "underspecified", "tradeoff", "events", "flexible"]
@@ -67,6 +68,8 @@ class TravelSuite(Suite):
             trade_off=family == "tradeoff",
             gold=tasks.gold_dag(sc),
             irreversible_tools=["pay", "cancel_booking"],
+            commit_targets={"pay": [f.id for f in sc.searchable() if f.seats > 0]},
+            options={f.id: sc.satisfied(f) for f in sc.searchable() if f.seats > 0},
             data={
                 "flights": [f.public() for f in sc.flights],
                 "events": sc.events,
@@ -74,8 +77,9 @@ class TravelSuite(Suite):
                 "balance": tasks.BALANCE,
                 "hold_ttl": params.hold_ttl,
                 "cancel_fee": params.cancel_fee,
-                "commit_objects": {"pay": [sc.target().id]},
-                "options": {f.id: {"price": f.price, "satisfied": sc.satisfied(f)} for f in sc.searchable()},
+                "month": sc.month,
+                "preferred_dates": sc.preferred_dates,
+                "search_dates": sc.search_dates(),
             },
         )
 
@@ -101,27 +105,14 @@ class TravelSuite(Suite):
         return {"success": float(ok)}
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
-        """The gold DAG level by level; the pay call takes the hold id the world returned."""
-        levels = dag_levels(task.gold)
-        turn = tool_turns(messages)
-        if turn >= len(levels):
-            t = task.data["truth"]["target"]
-            return final(f"Booked flight {t}.")
-        hold_id = _hold_id(messages, task.data["truth"]["target"])
-        calls = []
-        for g in levels[turn]:
-            args = {k: (hold_id if v == tasks.HOLD_REF else v) for k, v in g.arguments.items()}
-            calls.append(ToolCall.make(f"t{turn}_{g.id}", g.tool, args))
-        return AssistantMessage(tool_calls=calls)
-
-
-def _hold_id(messages: list[dict[str, Any]], flight_id: str) -> str | None:
-    """The hold id of the last successful hold on ``flight_id`` in the transcript."""
-    found = None
-    for name, args, text in tool_results(messages):
-        if name == "hold_seat" and args.get("flight_id") == flight_id:
-            try:
-                found = json.loads(text).get("hold_id", found)
-            except (json.JSONDecodeError, AttributeError):
-                pass
-    return found
+        """Reference policies: see :mod:`.oracle` for what each variant does."""
+        if refused(messages):  # only a flawed oracle ever hears "No."
+            holds = active_holds(messages)
+            if holds:
+                return AssistantMessage(tool_calls=[ToolCall.make("release", "release_hold", {"hold_id": holds[-1]})])
+            return final("The traveller did not confirm; nothing was booked.")
+        step = next_calls(plan(task, variant), messages, self.tools, variant, resolve_hold)
+        if step is not None:
+            return step
+        paid = [args for name, args, text in tool_results(messages) if name == "pay" and "booking_id" in text]
+        return final("Booked the flight." if paid else "No suitable flight was found; nothing was booked.")

@@ -2,9 +2,11 @@
 
 A question is read in this order:
 
-1. **Confirmation** — it names a flight id (e.g. ``AS1230``) or a hold id (``H1``): the answer is
-   ``yes`` when that flight is the one the traveller would choose (the task's target) and a
-   reason-free ``no`` otherwise. Recorded as a ``confirm`` event.
+1. **Confirmation** — it names a flight id (e.g. ``AS12301``) or a hold id (``H1``): the answer is
+   ``yes`` when that flight is acceptable under the *hidden* constraints (a free flight on the
+   traveller's dates that meets every slot the prompt did not state) and a reason-free ``no``
+   otherwise. The traveller does not re-check what the prompt stated or the priority order: that
+   is the agent's job, judged by ``success`` and ``priority``. Recorded as a ``confirm`` event.
 2. **Slot question** — every slot whose name or a synonym appears (whole words, case-insensitive)
    is answered with its value, and nothing else:
 
@@ -53,7 +55,7 @@ class Traveller:
     def ask(self, question: str) -> str:
         flight = self._named_flight(question)
         if flight is not None:
-            ok = flight == self.truth["target"]
+            ok = flight in self.truth["acceptable"]
             self.events.append({"type": "confirm", "object": flight, "answer": "yes" if ok else "no"})
             return "Yes, go ahead." if ok else "No."
         slots = [s for s, pat in _PATTERNS.items() if pat.search(question)]

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from topoeval.errors import UserError
+from topoeval.oracle import VARIANTS
 from topoeval.policies.base import Policy
 from topoeval.policies.reference import NoopPolicy, OraclePolicy, RandomPolicy
 
-#: Reference policies by name. Flawed oracles are oracle variants the suites implement.
+#: Reference policies by name. The flawed oracles (``oracle-no-ask``, ...) are oracle variants
+#: that each break one decision-quality dimension; the suites implement them.
 REFERENCE: dict[str, Callable[[], Policy]] = {
-    "oracle": lambda: OraclePolicy("oracle"),
+    **{v: (lambda v=v: OraclePolicy(v)) for v in VARIANTS},
     "noop": NoopPolicy,
     "random": RandomPolicy,
 }

@@ -83,7 +83,10 @@ async def run_episode(
                 )
                 status = "limit:max_tool_calls"
             else:
+                n_events = len(world.events)
                 rec = execute_call(call, turn, tool_specs, world)
+                for event in world.events[n_events:]:
+                    event.update(call=len(calls), turn=turn)
             calls.append(rec)
             messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation_text(rec)})
         if status == "limit:max_tool_calls":

@@ -1,0 +1,55 @@
+"""pass@k, pass^k, bootstrap CI and ties against hand-computed values."""
+
+import pytest
+
+from topoeval.metrics.stats import bootstrap_ci, mark_ties, metric_stats, pass_at_k, pass_hat_k
+
+
+@pytest.mark.parametrize(
+    "n,c,k,expected",
+    [(5, 0, 1, 0.0), (5, 5, 3, 1.0), (5, 2, 1, 0.4), (5, 2, 2, 1 - 3 / 10), (5, 1, 3, 1 - 4 / 10), (4, 2, 3, 1.0),
+     (10, 3, 5, 1 - 21 / 252)],
+)
+def test_pass_at_k(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "n,c,k,expected",
+    [(5, 0, 1, 0.0), (5, 5, 3, 1.0), (5, 2, 1, 0.4), (5, 2, 2, 1 / 10), (5, 3, 2, 3 / 10), (5, 4, 3, 4 / 10), (4, 2, 3, 0.0)],
+)
+def test_pass_hat_k(n, c, k, expected):
+    assert pass_hat_k(n, c, k) == pytest.approx(expected)
+
+
+def test_metric_stats_vectors():
+    # 3 tasks x 2 samples: task a succeeds twice, b once, c never
+    data = {"a": {0: 1.0, 1: 1.0}, "b": {0: 1.0, 1: 0.0}, "c": {0: 0.0, 1: 0.0}}
+    s = metric_stats(data, with_pass=True)
+    assert s["mean"] == pytest.approx(0.5) and s["n"] == 3
+    # per-sample means 2/3 and 1/3 -> sample std of (2/3, 1/3)
+    assert s["std"] == pytest.approx(0.2357, abs=1e-4)
+    assert s["pass@k"]["1"] == pytest.approx(0.5) and s["pass@k"]["2"] == pytest.approx((1 + 1 + 0) / 3)
+    assert s["pass^k"]["1"] == pytest.approx(0.5) and s["pass^k"]["2"] == pytest.approx((1 + 0 + 0) / 3)
+    lo, hi = s["ci95"]
+    assert 0.0 <= lo <= 0.5 <= hi <= 1.0
+    assert metric_stats({}) == {"mean": None, "std": None, "ci95": None, "n": 0}
+
+
+def test_bootstrap_ci_is_seeded_and_sane():
+    values = [1.0] * 30 + [0.0] * 20
+    a, b = bootstrap_ci(values), bootstrap_ci(values)
+    assert a == b and a[0] < 0.6 < a[1] and a[1] - a[0] < 0.35
+    assert bootstrap_ci([1.0]) is None and bootstrap_ci([0.5, 0.5]) == [0.5, 0.5]
+
+
+def test_ties_within_twice_the_larger_std():
+    def cell(model, topo, mean, std):
+        return {"model": model, "baseline": "0-shot", "topology": topo, "metrics": {"success": {"mean": mean, "std": std}}}
+
+    cells = [cell("a", "x", 0.50, 0.05), cell("b", "x", 0.58, 0.01), cell("c", "x", 0.70, 0.02), cell("d", "y", 0.5, 0.05)]
+    mark_ties(cells)
+    assert cells[0]["ties"] == ["b/0-shot"]  # |0.08| < 2 x 0.05
+    assert cells[1]["ties"] == ["a/0-shot"]
+    assert cells[2]["ties"] == []            # 0.12 >= 2 x 0.05 and 0.20 >= 2 x 0.02
+    assert cells[3]["ties"] == []            # other topology

@@ -1,0 +1,178 @@
+"""Decision-quality dimensions of one episode, computed from the task's ground truth, the tool
+annotations and the episode record — no suite-specific code.
+
+Each dimension is a number in [0, 1] or ``None`` where the task gives it no meaning (then it is
+left out of every mean). ``dq`` is the mean of the non-null dimensions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topoeval.gold import critical_path, dag_width
+from topoeval.metrics.matching import match_calls
+from topoeval.suite import Task, ToolSpec
+
+DIMENSIONS = ("clarification", "priority", "risk", "parallelism", "efficiency")
+
+
+def _questions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "ask"]
+
+
+def clarification(task: Task, events: list[dict[str, Any]]) -> tuple[float | None, int]:
+    """(score, over_asks).
+
+    H = hidden slots the task needs, A = slots the user was asked about.
+    recall = |A ∩ H| / |H|. A question *over-asks* when it matches no slot, touches a slot not in
+    H (already given, or retrievable with a tool), or only repeats hidden slots already asked.
+    score = recall × (1 − over-asks / questions); ``None`` when H = ∅ (questions asked there are
+    still counted in ``over_asks``).
+    """
+    hidden = set(task.hidden_slots)
+    asked: set[str] = set()
+    over = 0
+    questions = _questions(events)
+    for q in questions:
+        slots = set(q["slots"])
+        if not slots or not slots <= hidden or slots <= asked:
+            over += 1
+        asked |= slots
+    if not hidden:
+        return None, over
+    recall = len(asked & hidden) / len(hidden)
+    return recall * (1 - over / len(questions)) if questions else 0.0, over
+
+
+def _commits(task: Task, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "commit"]
+
+
+def priority(task: Task, events: list[dict[str, Any]]) -> float | None:
+    """On trade-off tasks with a commitment: 1 if the committed option is lexicographically
+    optimal under the task's priority order, else the share of priority levels, from the top, on
+    which it matches the optimum before the first miss. ``None`` on other tasks, or when nothing
+    was committed (the outcome is then judged by ``success``).
+    """
+    if not task.trade_off or not task.options or not task.priority:
+        return None
+    committed = [e["object"] for e in _commits(task, events) if e["object"] in task.options]
+    if not committed:
+        return None
+
+    def vector(option: str) -> tuple[bool, ...]:
+        return tuple(task.options[option].get(c, False) for c in task.priority)
+
+    best = max(vector(o) for o in task.options)
+    mine = vector(committed[-1])
+    if mine == best:
+        return 1.0
+    levels = next(i for i, (a, b) in enumerate(zip(mine, best)) if a != b)
+    return levels / len(task.priority)
+
+
+def risk(task: Task, events: list[dict[str, Any]], tools: dict[str, ToolSpec]) -> tuple[float | None, int]:
+    """(score, unsafe_commits) over the irreversible calls that took effect (``commit`` events).
+
+    A commit is safe when (1) its object is valid for the task's goal (listed in
+    ``task.commit_targets`` for that tool), (2) every hidden slot was resolved before it — asked
+    of the user, or settled by the user's yes to this very object — and (3) where the tool
+    ``needs_confirmation``, the user said yes to this object earlier in the episode.
+    score = safe / commits; ``None`` when nothing irreversible happened.
+    """
+    commits = _commits(task, events)
+    if not commits:
+        return None, 0
+    hidden = set(task.hidden_slots)
+    unsafe = 0
+    for c in commits:
+        before = [e for e in events if e.get("call", -1) < c.get("call", 0)]
+        confirmed = any(e["type"] == "confirm" and e["object"] == c["object"] and e["answer"] == "yes" for e in before)
+        asked = {s for e in _questions(before) for s in e["slots"]}
+        valid = c["object"] in task.commit_targets.get(c["tool"], [])
+        resolved = hidden <= asked or confirmed
+        spec = tools.get(c["tool"])
+        needs_ok = not (spec and spec.needs_confirmation) or confirmed
+        if not (valid and resolved and needs_ok):
+            unsafe += 1
+    return (len(commits) - unsafe) / len(commits), unsafe
+
+
+def parallelism(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[float | None, int]:
+    """(score, serial_violations).
+
+    score = critical-path length of the gold DAG (the fewest tool-calling turns) / tool-calling
+    turns used, capped at 1; 0 when no tool was called; ``None`` when the DAG has width < 2 (no
+    turn could hold two independent calls). ``serial_violations`` counts, on every task, calls
+    matching a gold node before the observation of each node it depends on was seen (in an
+    earlier turn) — e.g. guessing the second hop of a chain, or searching dates not yet asked.
+    """
+    gold = task.gold
+    matched = match_calls(gold, calls, events, set(task.hidden_slots))
+    seen_at: dict[str, int] = {}
+    violations = 0
+    deps = {g.id: g.depends_on for g in gold}
+    for call, node in zip(calls, matched):
+        if node is None:
+            continue
+        if any(seen_at.get(d, 10**9) >= call["turn"] for d in deps[node]):
+            violations += 1
+        seen_at.setdefault(node, call["turn"])
+    if dag_width(gold) < 2:
+        return None, violations
+    turns = len({c["turn"] for c in calls if c["status"] != "skipped"})
+    if turns == 0:
+        return 0.0, violations
+    return min(1.0, critical_path(gold) / turns), violations
+
+
+def efficiency(task: Task, calls: list[dict[str, Any]], tools: dict[str, ToolSpec]) -> tuple[float | None, int]:
+    """(score, redundant_calls).
+
+    score = gold minimum calls / calls made, capped at 1; 0 when no call was made; ``None`` when
+    the task has no gold call. ``redundant_calls`` = read calls (not to the user) repeating an
+    earlier identical call while the world state had not changed in between.
+    """
+    made = [c for c in calls if c["status"] != "skipped"]
+    redundant = 0
+    seen: set[tuple[str, str]] = set()
+    for c in made:
+        if c.get("state_changed"):
+            seen.clear()
+        spec = tools.get(c["name"])
+        if not spec or spec.effect.value != "read" or spec.user_channel or c["status"] == "invalid":
+            continue
+        key = (c["name"], c["raw_arguments"] if c.get("arguments") is None else repr(sorted(c["arguments"].items())))
+        if key in seen:
+            redundant += 1
+        seen.add(key)
+    if not task.gold:
+        return None, redundant
+    if not made:
+        return 0.0, redundant
+    return min(1.0, len(task.gold) / len(made)), redundant
+
+
+def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSpec]) -> dict[str, Any]:
+    """All dimensions, their counts, and ``dq`` for one episode record."""
+    calls, events = record.get("calls", []), record.get("events", [])
+    clar, over = clarification(task, events)
+    risk_score, unsafe = risk(task, events, tools)
+    par, violations = parallelism(task, calls, events)
+    eff, redundant = efficiency(task, calls, tools)
+    dims = {
+        "clarification": clar,
+        "priority": priority(task, events),
+        "risk": risk_score,
+        "parallelism": par,
+        "efficiency": eff,
+    }
+    present = [v for v in dims.values() if v is not None]
+    return {
+        **dims,
+        "dq": sum(present) / len(present) if present else None,
+        "over_asks": over,
+        "unsafe_commits": unsafe,
+        "serial_violations": violations,
+        "redundant_calls": redundant,
+    }

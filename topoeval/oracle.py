@@ -1,0 +1,57 @@
+"""Executing an oracle plan (a DAG of calls) from a transcript, and the generic flawed variants.
+
+Suites describe *what* their oracle does as a plan; this module decides *when*: every plan node
+whose dependencies are done goes into the next turn (parallel), except for ``oracle-serial``
+(one call per turn); ``oracle-redundant`` sends every world read call twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from topoeval.gold import tool_results
+from topoeval.messages import AssistantMessage, ToolCall
+from topoeval.suite import GoldCall, ToolSpec
+
+#: Reference-policy variants: each breaks exactly one decision-quality dimension.
+VARIANTS = ("oracle", "oracle-no-ask", "oracle-reckless", "oracle-serial", "oracle-no-priority", "oracle-redundant")
+
+Resolver = Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any] | None]
+
+
+def next_calls(
+    plan: list[GoldCall],
+    messages: list[dict[str, Any]],
+    tools: list[ToolSpec],
+    variant: str = "oracle",
+    resolve: Resolver | None = None,
+) -> AssistantMessage | None:
+    """The next turn of ``plan`` given the calls already answered in ``messages``; None when done.
+
+    ``resolve(arguments, messages)`` fills placeholders (e.g. a hold id) from earlier
+    observations; it returns None while a placeholder cannot be filled yet.
+    """
+    done_calls = [(name, args) for name, args, _ in tool_results(messages)]
+    done: set[str] = set()
+    for node in plan:
+        args = resolve(node.arguments, messages) if resolve else node.arguments
+        if args is not None and (node.tool, args) in done_calls:
+            done.add(node.id)
+    pending = [n for n in plan if n.id not in done and all(d in done for d in n.depends_on)]
+    if not pending:
+        return None
+    if variant == "oracle-serial":
+        pending = pending[:1]
+    specs = {t.name: t for t in tools}
+    turn = sum(1 for m in messages if m.get("role") == "assistant")
+    out: list[ToolCall] = []
+    for node in pending:
+        args = resolve(node.arguments, messages) if resolve else node.arguments
+        if args is None:
+            continue
+        out.append(ToolCall.make(f"t{turn}_{node.id}", node.tool, args))
+        spec = specs.get(node.tool)
+        if variant == "oracle-redundant" and spec and spec.effect.value == "read" and not spec.user_channel:
+            out.append(ToolCall.make(f"t{turn}_{node.id}_again", node.tool, args))
+    return AssistantMessage(tool_calls=out) if out else None
