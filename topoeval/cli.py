@@ -37,17 +37,36 @@ def run(
     tasks: Annotated[Optional[int], typer.Option(min=1, help="Override the test task count per topology.")] = None,
     samples: Annotated[Optional[int], typer.Option(min=1, help="Override samples per task.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Concurrent episodes per model.")] = None,
+    shots: Annotated[Optional[str], typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
+    api_base: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL (vLLM, llama.cpp, ...).")] = None,
+    api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
+    tool_mode: Annotated[str, typer.Option(help="auto | native | prompt.")] = "auto",
+    temperature: Annotated[Optional[float], typer.Option(help="Override the protocol's temperature.")] = None,
+    top_p: Annotated[Optional[float], typer.Option(help="Override the protocol's top_p.")] = None,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
+    max_retries: Annotated[int, typer.Option(help="Retries of 429/5xx/timeouts before an episode is recorded as failed.")] = 6,
+    cache: Annotated[bool, typer.Option(help="Cache model responses in the run folder.")] = True,
     suites_dir: SuitesDir = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
+    from topoeval.models.options import ModelOptions
     from topoeval.report import print_success_table
     from topoeval.runner.run import run_protocol
 
+    if tool_mode not in ("auto", "native", "prompt"):
+        raise UserError(f"--tool-mode must be auto, native or prompt, not '{tool_mode}'")
     models = [m for spec in model for m in spec.replace(",", " ").split()]
+    try:
+        shot_list = [int(s) for s in shots.replace(",", " ").split()] if shots else None
+    except ValueError:
+        raise UserError(f"--shots takes numbers like '0,1', not '{shots}'") from None
+    options = ModelOptions(api_base=api_base, api_key=api_key, tool_mode=tool_mode, temperature=temperature,
+                           top_p=top_p, timeout_s=timeout, max_retries=max_retries)
     result = run_protocol(
         protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
-        suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(),
+        suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
+        model_options=options, cache=cache,
     )
     console = _console()
     console.print(

@@ -1,10 +1,24 @@
-"""Turning a ``--model`` string into a policy."""
+"""Turning a ``--model`` string into a policy.
+
+| form | backend |
+|---|---|
+| ``oracle``, ``oracle-<flaw>``, ``noop``, ``random`` | reference policies |
+| ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in-process through llama-cpp-python |
+| ``smollm2-135m@server`` | the same model behind a llama.cpp server topoeval starts, reached through litellm |
+| ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in-process (llama-cpp-python) |
+| ``server:PATH`` | any GGUF file behind a llama.cpp server, through litellm |
+| ``hf:PATH`` or a folder with ``config.json`` | a Hugging Face checkpoint through transformers |
+| ``direct:NAME`` (with ``--api-base``) | the lean aiohttp path to an OpenAI-compatible server |
+| ``provider/model`` | litellm (``openai/gpt-4o-mini``, ``anthropic/...``, ``openai/NAME`` + ``--api-base``) |
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from topoeval.errors import UserError
+from topoeval.models.options import ModelOptions
 from topoeval.oracle import VARIANTS
 from topoeval.policies.base import Policy
 from topoeval.policies.reference import NoopPolicy, OraclePolicy, RandomPolicy
@@ -16,16 +30,60 @@ REFERENCE: dict[str, Callable[[], Policy]] = {
     "noop": NoopPolicy,
     "random": RandomPolicy,
 }
+EMBEDDED = "smollm2-135m"
+FORMS = f"{EMBEDDED}, provider/model (litellm), direct:NAME, gguf:PATH, server:PATH, hf:PATH"
 
 
 def known_models() -> list[str]:
     return sorted(REFERENCE)
 
 
-def make_policy(spec: str | Policy) -> Policy:
-    """A policy from a model name, or the policy itself."""
+def is_reference(spec: str | Policy) -> bool:
+    return isinstance(spec, str) and spec in REFERENCE
+
+
+def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Policy:
+    """A policy from a model string (see the module docstring), or the policy itself."""
     if isinstance(spec, Policy):
         return spec
+    options = options or ModelOptions()
     if spec in REFERENCE:
         return REFERENCE[spec]()
-    raise UserError(f"unknown model '{spec}'; known: {', '.join(known_models())}")
+    if spec in (EMBEDDED, f"{EMBEDDED}@server"):
+        from topoeval.models.embedded import embedded_gguf
+
+        path = embedded_gguf()
+        if spec.endswith("@server"):
+            from topoeval.models.llamacpp_server import LlamaServerPolicy
+
+            return LlamaServerPolicy(path, options, name=spec)
+        from topoeval.models.llamacpp import LlamaCppPolicy
+
+        return LlamaCppPolicy(path, options, name=spec)
+    if spec.startswith("gguf:") or spec.endswith(".gguf"):
+        from topoeval.models.llamacpp import LlamaCppPolicy
+
+        return LlamaCppPolicy(_existing(spec.removeprefix("gguf:")), options, name=spec)
+    if spec.startswith("server:"):
+        from topoeval.models.llamacpp_server import LlamaServerPolicy
+
+        return LlamaServerPolicy(_existing(spec.removeprefix("server:")), options, name=spec)
+    if spec.startswith("hf:") or (Path(spec) / "config.json").is_file():
+        from topoeval.models.transformers_backend import TransformersPolicy
+
+        return TransformersPolicy(_existing(spec.removeprefix("hf:")), options, name=spec)
+    if spec.startswith("direct:"):
+        from topoeval.models.direct import DirectPolicy
+
+        return DirectPolicy(spec.removeprefix("direct:"), options)
+    if "/" in spec:
+        from topoeval.models.litellm_backend import LiteLLMPolicy
+
+        return LiteLLMPolicy(spec, options)
+    raise UserError(f"unknown model '{spec}'; known: {', '.join(known_models())}, or {FORMS}")
+
+
+def _existing(path: str) -> str:
+    if not Path(path).exists():
+        raise UserError(f"model path '{path}' does not exist")
+    return path

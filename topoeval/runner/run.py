@@ -16,7 +16,9 @@ from topoeval import __version__
 from topoeval.discovery import REPO_ROOT, SuiteRegistry
 from topoeval.errors import UserError
 from topoeval.policies.base import Policy, SamplingParams
-from topoeval.policies.registry import make_policy
+from topoeval.models.cache import CachedPolicy, ResponseCache
+from topoeval.models.options import ModelOptions
+from topoeval.policies.registry import is_reference, make_policy
 from topoeval.protocol import Protocol
 from topoeval.protocol_loader import load_protocol, protocol_hash
 from topoeval.runner.episode import episode_id, episode_key, run_episode
@@ -63,16 +65,21 @@ def run_protocol(
     concurrency: int | None = None,
     suites_dirs: list[str | Path] | tuple = (),
     progress: bool = False,
+    shots: list[int] | None = None,
+    model_options: ModelOptions | None = None,
+    cache: bool = True,
 ) -> RunResult:
     """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
 
     Running again with the same arguments resumes: finished episodes are kept, not re-run.
-    ``tasks`` and ``samples`` override the protocol's test task count and samples per task.
+    ``tasks`` and ``samples`` override the protocol's test task count and samples per task;
+    ``shots`` keeps only these baselines. ``model_options`` reach every model backend; with
+    ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     """
     return asyncio.run(
         arun_protocol(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
-            suites_dirs=suites_dirs, progress=progress,
+            suites_dirs=suites_dirs, progress=progress, shots=shots, model_options=model_options, cache=cache,
         )
     )
 
@@ -87,13 +94,18 @@ async def arun_protocol(
     concurrency: int | None = None,
     suites_dirs: list[str | Path] | tuple = (),
     progress: bool = False,
+    shots: list[int] | None = None,
+    model_options: ModelOptions | None = None,
+    cache: bool = True,
 ) -> RunResult:
     registry = SuiteRegistry(suites_dirs)
     if not isinstance(protocol, Protocol):
         protocol = load_protocol(protocol, registry)
+    if shots is not None:
+        protocol = _only_shots(protocol, shots)
     if not models:
         raise UserError("no model given (use --model, e.g. --model oracle)")
-    policies = [make_policy(m) for m in models]
+    policies = [make_policy(m, model_options) for m in models]
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
         raise UserError(f"the same model is named twice: {names}")
@@ -109,6 +121,9 @@ async def arun_protocol(
     meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
     store = EpisodeStore(run_dir)
     reused = len(store.records)
+    response_cache = ResponseCache(run_dir / "cache.sqlite") if cache and not all(is_reference(m) for m in models) else None
+    if response_cache is not None:
+        policies = [p if is_reference(m) else CachedPolicy(p, response_cache) for m, p in zip(models, policies)]
 
     demos = await _build_demo_cache(protocol, topologies, registry, k)
     jobs = []
@@ -149,6 +164,8 @@ async def arun_protocol(
         store.close()
         for p in policies:
             await p.aclose()
+        if response_cache is not None:
+            response_cache.close()
 
     order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
     records = list(store.records.values())
@@ -161,6 +178,14 @@ async def arun_protocol(
     write_json(run_dir / RUN_JSON, meta)
     errors = sum(1 for r in records if r["status"] == "error")
     return RunResult(run_dir=run_dir, summary=summary, new_episodes=new, reused_episodes=reused, errors=errors)
+
+
+def _only_shots(protocol: Protocol, shots: list[int]) -> Protocol:
+    unknown = sorted(set(shots) - set(protocol.baselines.shots))
+    if unknown:
+        raise UserError(f"--shots {unknown} not among the protocol's baselines {protocol.baselines.shots}")
+    baselines = protocol.baselines.model_copy(update={"shots": sorted(set(shots))})
+    return protocol.model_copy(update={"baselines": baselines})
 
 
 def _sampling(protocol: Protocol, sample: int) -> SamplingParams:

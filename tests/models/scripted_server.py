@@ -1,0 +1,109 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for the backend tests.
+
+It plays one scripted behaviour per task (chosen by the task's prompt): good tool calls,
+malformed ones, 429 with Retry-After, 500s, stalls, and a server that never recovers. It runs
+aiohttp in a background thread with its own event loop; nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import defaultdict
+
+from aiohttp import web
+
+MODES = ("good", "bad_json", "unknown_tool", "wrong_type", "rate_limited", "server_error", "stall", "always_500")
+
+
+def _message(calls=None, content=None, prompt_mode=False):
+    if prompt_mode and calls:  # tools were rendered into the prompt: answer in text
+        content = "\n".join(f'<tool_call>{{"name": "{n}", "arguments": {a}}}</tool_call>' for n, a in calls)
+        calls = None
+    msg = {"role": "assistant", "content": content}
+    if calls:
+        msg["tool_calls"] = [
+            {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": a}} for i, (n, a) in enumerate(calls)
+        ]
+    return {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+class ScriptedServer:
+    def __init__(self, modes_by_prompt: dict[str, str], stall_s: float = 3.0):
+        self.modes = modes_by_prompt
+        self.stall_s = stall_s
+        self.requests = 0
+        self.prompt_mode_requests = 0
+        self.attempts: dict[tuple[str, int], int] = defaultdict(int)
+        self.port = _free_port()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        runner = web.AppRunner(app)
+        self._loop.run_until_complete(runner.setup())
+        self._loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
+        self._runner = runner
+        self._ready.set()
+        self._loop.run_forever()
+
+    def stop(self) -> None:
+        async def shutdown():
+            await self._runner.cleanup()
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        body = await request.json()
+        messages = body["messages"]
+        prompt_mode = "tools" not in body
+        self.prompt_mode_requests += prompt_mode
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        mode = self.modes.get(prompt, "good")
+        step = sum(1 for m in messages if m["role"] == "assistant")
+        self.attempts[(prompt, step)] += 1
+        attempt = self.attempts[(prompt, step)]
+        if mode == "always_500" or (mode == "server_error" and step == 0 and attempt <= 2):
+            return web.json_response({"error": {"message": "boom"}}, status=500)
+        if mode == "rate_limited" and step == 0 and attempt == 1:
+            return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0.2"})
+        if mode == "stall" and step == 0 and attempt == 1:
+            await asyncio.sleep(self.stall_s)
+        key = prompt.split()[-1].rstrip("?")
+        good = ("lookup", json.dumps({"key": key}))
+        bad = {"bad_json": ("lookup", '{"key": '), "unknown_tool": ("fetch", json.dumps({"key": key})),
+               "wrong_type": ("lookup", json.dumps({"key": 5}))}
+        if step == 0:
+            return web.json_response(_message([bad.get(mode, good)], prompt_mode=prompt_mode))
+        if prompt_mode:
+            last_tool = messages[-1]["content"].split(">", 1)[1].rsplit("</tool_response>", 1)[0]
+        else:
+            last_tool = [m for m in messages if m["role"] == "tool"][-1]["content"]
+        if "error" in last_tool:
+            return web.json_response(_message([good], prompt_mode=prompt_mode))
+        return web.json_response(_message(content=last_tool))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

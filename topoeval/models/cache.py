@@ -1,0 +1,65 @@
+"""An on-disk response cache, so a re-run or a resumed run never pays twice for the same call.
+
+Keyed by sha256 of (model, messages, tools, sampling params, sample index). SQLite in WAL mode:
+a killed process loses at most the response in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from topoeval.messages import AssistantMessage
+from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+
+
+class ResponseCache:
+    def __init__(self, path: str | Path):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams, sample: int) -> str:
+        blob = json.dumps([model, messages, tools, sampling.model_dump(), sample], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def get(self, key: str) -> AssistantMessage | None:
+        row = self.db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return AssistantMessage.model_validate_json(row[0])
+
+    def put(self, key: str, message: AssistantMessage) -> None:
+        self.db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, message.model_dump_json()))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class CachedPolicy(Policy):
+    """Wraps a model policy: identical requests are answered from the cache."""
+
+    def __init__(self, inner: Policy, cache: ResponseCache):
+        self.inner, self.cache = inner, cache
+        self.name, self.concurrency = inner.name, inner.concurrency
+
+    async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        key = self.cache.key(self.name, messages, tools, sampling, ctx.sample)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit.model_copy(update={"latency_s": 0.0})
+        reply = await self.inner.act(messages, tools, sampling, ctx)
+        self.cache.put(key, reply)
+        return reply
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

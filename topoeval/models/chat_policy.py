@@ -1,0 +1,59 @@
+"""Shared behaviour of chat-completion backends: tool mode, retries, timing."""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from typing import Any
+
+from topoeval.messages import AssistantMessage
+from topoeval.models.options import ModelOptions
+from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
+from topoeval.models.retry import with_retries
+from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+
+
+class ChatPolicy(Policy):
+    """A backend that sends OpenAI-format chat requests.
+
+    In ``native`` tool mode messages and tools go to the backend as they are; in ``prompt`` mode
+    tools are rendered into the system prompt, tool results are sent back as text and calls are
+    parsed from the reply. Transient failures are retried (see :mod:`topoeval.models.retry`).
+    """
+
+    def __init__(self, model: str, options: ModelOptions, name: str | None = None):
+        self.model = model
+        self.options = options
+        self.name = name or model
+        self.tool_mode = options.tool_mode if options.tool_mode != "auto" else self.default_tool_mode()
+
+    def default_tool_mode(self) -> str:
+        return "native"
+
+    def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "temperature": self.options.temperature if self.options.temperature is not None else sampling.temperature,
+            "top_p": self.options.top_p if self.options.top_p is not None else sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if sampling.seed is not None:
+            args["seed"] = sampling.seed
+        return args
+
+    async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        native = self.tool_mode == "native"
+        send_messages = messages if native else to_prompt_messages(messages, tools)
+        send_tools = tools if native else []
+        started = time.perf_counter()
+        reply = await with_retries(
+            lambda: self.complete(send_messages, send_tools, sampling),
+            self.options.max_retries, self.options.max_backoff_s,
+        )
+        if not native:
+            reply = prompt_reply(reply)
+        reply.latency_s = time.perf_counter() - started
+        return reply
+
+    @abstractmethod
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+        """One request; raise TransientError for failures worth retrying."""

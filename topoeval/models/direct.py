@@ -1,0 +1,73 @@
+"""The lean path to OpenAI-compatible servers (vLLM, SGLang, llama.cpp server, any --api-base).
+
+One pooled aiohttp session with keep-alive connections; no per-request client set-up. Select it
+with a model name ``direct:<served model name>`` and ``--api-base``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from topoeval.errors import UserError
+from topoeval.messages import AssistantMessage
+from topoeval.models.chat_policy import ChatPolicy
+from topoeval.models.openai_format import message_from_openai
+from topoeval.models.retry import TransientError, parse_retry_after
+from topoeval.policies.base import SamplingParams
+
+
+class DirectPolicy(ChatPolicy):
+    concurrency = 64
+
+    def __init__(self, model, options, name=None):
+        if not options.api_base:
+            raise UserError(f"model 'direct:{model}' needs --api-base (the server's /v1 URL)")
+        super().__init__(model, options, name or f"direct:{model}")
+        self.url = options.api_base.rstrip("/") + "/chat/completions"
+        self._session = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.options.api_key:
+            headers["Authorization"] = f"Bearer {self.options.api_key}"
+        return headers
+
+    async def _get_session(self):
+        import aiohttp
+
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self.options.timeout_s),
+                headers=self._headers(),
+            )
+        return self._session
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+        import aiohttp
+
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling_args(sampling)}
+        if tools:
+            body.update(tools=tools, tool_choice="auto")
+        session = await self._get_session()
+        try:
+            async with session.post(self.url, data=json.dumps(body)) as resp:
+                text = await resp.text()
+                if resp.status == 429 or resp.status >= 500:
+                    raise TransientError(f"HTTP {resp.status}: {text[:200]}",
+                                         retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
+                if resp.status >= 400:
+                    raise RuntimeError(f"HTTP {resp.status}: {text[:300]}")
+        except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
+            raise TransientError(f"{type(exc).__name__}: {exc}") from exc
+        try:
+            data = json.loads(text)
+            return message_from_openai(data["choices"][0]["message"], data.get("usage"))
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+            raise RuntimeError(f"malformed response from {self.url}: {text[:200]}") from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()

@@ -1,0 +1,88 @@
+"""Any provider litellm knows (``provider/model``), including OpenAI-compatible servers via ``--api-base``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from topoeval.messages import AssistantMessage
+from topoeval.models.chat_policy import ChatPolicy
+from topoeval.models.openai_format import message_from_openai
+from topoeval.models.retry import TransientError, parse_retry_after
+from topoeval.policies.base import SamplingParams
+
+_TRANSIENT_NAMES = {
+    "RateLimitError", "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",
+    "BadGatewayError", "APIError",
+}
+
+
+def import_litellm():
+    """litellm, configured never to reach for the network on its own (cost map, telemetry)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LiteLLMPolicy(ChatPolicy):
+    concurrency = 16
+
+    def __init__(self, model, options, name=None):
+        self.litellm = import_litellm()
+        super().__init__(model, options, name)
+
+    def default_tool_mode(self) -> str:
+        """native when litellm says the model supports function calling, or when an OpenAI-compatible
+        server is named with --api-base (vLLM, llama.cpp and SGLang servers do); else prompt."""
+        try:
+            if self.litellm.supports_function_calling(model=self.model):
+                return "native"
+        except Exception:
+            pass
+        return "native" if self.options.api_base else "prompt"
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+        kwargs: dict[str, Any] = dict(
+            model=self.model, messages=messages, timeout=self.options.timeout_s, num_retries=0,
+            **self.sampling_args(sampling),
+        )
+        if tools:
+            kwargs.update(tools=tools, tool_choice="auto")
+        if self.options.api_base:
+            kwargs["api_base"] = self.options.api_base
+        if self.options.api_key:
+            kwargs["api_key"] = self.options.api_key
+        try:
+            response = await self.litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise _classify(exc) from exc
+        reply = message_from_openai(response.choices[0].message.model_dump(), _usage(response))
+        try:
+            reply.cost = float(self.litellm.completion_cost(completion_response=response))
+        except Exception:
+            reply.cost = None
+        return reply
+
+
+def _usage(response) -> dict[str, Any]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return {}
+    return usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+
+
+def _classify(exc: Exception) -> Exception:
+    """litellm's exception as TransientError when retrying may help; else unchanged."""
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    transient = name in _TRANSIENT_NAMES or status == 429 or (isinstance(status, int) and status >= 500)
+    if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+        transient = False
+    if not transient:
+        return exc
+    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "litellm_response_headers", None) or {}
+    retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
+    return TransientError(f"{name}: {str(exc)[:300]}", retry_after=retry_after, status=status)

@@ -1,0 +1,83 @@
+"""A GGUF model run in-process by llama-cpp-python (optional extra ``topoeval[local]``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+from topoeval.errors import UserError
+from topoeval.messages import AssistantMessage
+from topoeval.models.llamacpp_format import CHAT_FORMAT, for_chatml_function_calling
+from topoeval.models.openai_format import message_from_openai
+from topoeval.models.options import ModelOptions
+from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
+from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+
+INSTALL_HINT = "pip install 'topoeval[local]'  (llama-cpp-python; it compiles, about 5 minutes on 2 cores)"
+
+
+def import_llama_cpp():
+    try:
+        import llama_cpp
+    except ImportError:
+        raise UserError(f"this model needs llama-cpp-python: {INSTALL_HINT}") from None
+    return llama_cpp
+
+
+class LlamaCppPolicy(Policy):
+    """One ``llama_cpp.Llama`` per policy; calls run one at a time in a worker thread.
+
+    Native tool mode uses the ``chatml-function-calling`` format (grammar-constrained calls);
+    prompt mode renders tools into the system prompt and parses ``<tool_call>`` blocks.
+    """
+
+    concurrency = 1
+
+    def __init__(self, model_path: str, options: ModelOptions, name: str | None = None):
+        self.model_path = model_path
+        self.options = options
+        self.name = name or os.path.basename(model_path)
+        self.tool_mode = "native" if options.tool_mode == "auto" else options.tool_mode
+        self._llama = None
+        self._lock = asyncio.Lock()
+
+    def _load(self):
+        if self._llama is None:
+            llama_cpp = import_llama_cpp()
+            self._llama = llama_cpp.Llama(
+                model_path=self.model_path, n_ctx=self.options.n_ctx, n_threads=self.options.n_threads or os.cpu_count(),
+                chat_format=CHAT_FORMAT if self.tool_mode == "native" else "chatml", verbose=False,
+            )
+        return self._llama
+
+    def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> dict[str, Any]:
+        llama = self._load()
+        kwargs: dict[str, Any] = dict(
+            messages=messages, max_tokens=sampling.max_tokens,
+            temperature=self.options.temperature if self.options.temperature is not None else sampling.temperature,
+            top_p=self.options.top_p if self.options.top_p is not None else sampling.top_p,
+        )
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        if tools:
+            kwargs.update(tools=tools, tool_choice="auto")
+        return llama.create_chat_completion(**kwargs)
+
+    async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        native = self.tool_mode == "native"
+        send = for_chatml_function_calling(messages) if native else to_prompt_messages(messages, tools)
+        started = time.perf_counter()
+        async with self._lock:
+            response = await asyncio.to_thread(self._complete, send, tools if native else [], sampling)
+        reply = message_from_openai(response["choices"][0]["message"], response.get("usage"))
+        if not native:
+            reply = prompt_reply(reply)
+        reply.latency_s = time.perf_counter() - started
+        return reply
+
+    async def aclose(self) -> None:
+        if self._llama is not None and hasattr(self._llama, "close"):
+            self._llama.close()
+        self._llama = None

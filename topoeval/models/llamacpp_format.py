@@ -1,0 +1,37 @@
+"""Messages for llama-cpp-python's ``chatml-function-calling`` chat format.
+
+That format (in-process or behind ``llama_cpp.server``) renders tools only inside a system
+message, silently drops ``tool`` messages, and needs ``content`` set on every assistant turn. So:
+a system message is always present, tool results go back as a user turn of text, and empty
+assistant content becomes "". Its ``tool_choice="auto"`` path constrains the call arguments with
+a grammar built from each tool's JSON schema, so even a 135M model emits parseable calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CHAT_FORMAT = "chatml-function-calling"
+
+
+def for_chatml_function_calling(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if not messages or messages[0]["role"] != "system":
+        out.append({"role": "system", "content": "You are a helpful assistant."})
+    for m in messages:
+        if m["role"] == "tool":
+            line = f"Result of {m.get('name') or 'the tool'}: {m.get('content') or ''}"
+            if out and out[-1]["role"] == "user" and out[-1].get("_results"):
+                out[-1]["content"] += "\n" + line
+            else:
+                out.append({"role": "user", "content": line, "_results": True})
+        elif m["role"] == "assistant":
+            msg = {"role": "assistant", "content": m.get("content") or ""}
+            if m.get("tool_calls"):
+                msg["tool_calls"] = m["tool_calls"]
+            out.append(msg)
+        else:
+            out.append({"role": m["role"], "content": m.get("content") or ""})
+    for m in out:
+        m.pop("_results", None)
+    return out

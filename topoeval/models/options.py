@@ -1,0 +1,24 @@
+"""Options that apply to every model backend (from the CLI or the Python API)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class ModelOptions(BaseModel):
+    """How to reach and drive a model; one instance serves every ``--model`` of a run."""
+
+    api_base: str | None = Field(default=None, description="Base URL of an OpenAI-compatible server.")
+    api_key: str | None = Field(default=None, description="API key (else the provider's usual env variable).")
+    tool_mode: Literal["auto", "native", "prompt"] = Field(
+        default="auto", description="native function calling, tools in the prompt, or auto (by capability)."
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
+    max_retries: int = Field(default=6, ge=0, description="Retries of transient failures (429, 5xx, timeouts).")
+    max_backoff_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")
+    temperature: float | None = Field(default=None, description="Overrides the protocol's temperature.")
+    top_p: float | None = Field(default=None, description="Overrides the protocol's top_p.")
+    n_ctx: int = Field(default=4096, description="Context window for local llama.cpp / transformers models.")
+    n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
