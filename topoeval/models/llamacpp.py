@@ -9,7 +9,8 @@ from typing import Any
 
 from topoeval.errors import UserError
 from topoeval.messages import AssistantMessage
-from topoeval.models.llamacpp_format import CHAT_FORMAT, for_chatml_function_calling
+from topoeval.models.llamacpp_format import for_chatml_function_calling
+from topoeval.models.llamacpp_tools import complete_with_tools
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.options import ModelOptions
 from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
@@ -29,8 +30,9 @@ def import_llama_cpp():
 class LlamaCppPolicy(Policy):
     """One ``llama_cpp.Llama`` per policy; calls run one at a time in a worker thread.
 
-    Native tool mode uses the ``chatml-function-calling`` format (grammar-constrained calls);
-    prompt mode renders tools into the system prompt and parses ``<tool_call>`` blocks.
+    Native tool mode uses :mod:`topoeval.models.llamacpp_tools` (grammar-constrained calls, every
+    step within the turn's token budget); prompt mode renders tools into the system prompt of a
+    plain ChatML conversation and parses ``<tool_call>`` blocks.
     """
 
     concurrency = 1
@@ -48,7 +50,7 @@ class LlamaCppPolicy(Policy):
             llama_cpp = import_llama_cpp()
             self._llama = llama_cpp.Llama(
                 model_path=self.model_path, n_ctx=self.options.n_ctx, n_threads=self.options.n_threads or os.cpu_count(),
-                chat_format=CHAT_FORMAT if self.tool_mode == "native" else "chatml", verbose=False,
+                chat_format="chatml", verbose=False,
             )
         return self._llama
 
@@ -62,7 +64,7 @@ class LlamaCppPolicy(Policy):
         if sampling.seed is not None:
             kwargs["seed"] = sampling.seed
         if tools:
-            kwargs.update(tools=tools, tool_choice="auto")
+            return complete_with_tools(llama, tools=tools, **kwargs)
         return llama.create_chat_completion(**kwargs)
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:

@@ -1,18 +1,14 @@
-"""Messages for llama-cpp-python's ``chatml-function-calling`` chat format.
+"""Messages for llama.cpp servers that speak ``chatml-function-calling``-style formats.
 
-That format (in-process or behind ``llama_cpp.server``) renders tools only inside a system
-message, silently drops ``tool`` messages, and needs ``content`` set on every assistant turn. So:
-a system message is always present, tool results go back as a user turn of text, and empty
-assistant content becomes "". Its ``tool_choice="auto"`` path constrains the call arguments with
-a grammar built from each tool's JSON schema, so even a 135M model emits parseable calls.
+That format renders tools only inside a system message, silently drops ``tool`` messages, and
+needs ``content`` set on every assistant turn. So: a system message is always present, tool
+results go back as a user turn of text, and empty assistant content becomes "". topoeval sends
+its messages to any llama.cpp server in this shape (its own ``topoeval-tools`` format accepts it).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-CHAT_FORMAT = "chatml-function-calling"
-
 
 def for_chatml_function_calling(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []

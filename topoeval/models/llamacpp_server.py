@@ -1,7 +1,8 @@
 """A GGUF model behind a llama.cpp server that topoeval starts, reached through litellm.
 
-The server (``python -m llama_cpp.server``, extra ``topoeval[local]``) binds 127.0.0.1 on a free
-port. It is stopped on every exit path: when the run ends or fails (``aclose``), at interpreter
+The server (llama-cpp-python's, extra ``topoeval[local]``, started through
+:mod:`topoeval.models.llamacpp_serve` so that it speaks the bounded ``topoeval-tools`` format)
+binds 127.0.0.1 on a free port. It is stopped on every exit path: when the run ends or fails (``aclose``), at interpreter
 exit (``atexit``), and — through ``PR_SET_PDEATHSIG`` on Linux — when topoeval itself is killed,
 so it never outlives the run.
 """
@@ -16,13 +17,15 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
 from topoeval.errors import UserError
 from topoeval.models.litellm_backend import LiteLLMPolicy
 from topoeval.models.llamacpp import INSTALL_HINT
-from topoeval.models.llamacpp_format import CHAT_FORMAT, for_chatml_function_calling
+from topoeval.models.llamacpp_format import for_chatml_function_calling
+from topoeval.models.llamacpp_tools import CHAT_FORMAT_NAME
 from topoeval.models.options import ModelOptions
 from topoeval.policies.base import SamplingParams
 
@@ -50,13 +53,16 @@ class LlamaServer:
             raise UserError(f"the llama.cpp server needs llama-cpp-python[server]: {INSTALL_HINT}") from None
         self.port = free_port()
         cmd = [
-            sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--host", "127.0.0.1",
-            "--port", str(self.port), "--chat_format", CHAT_FORMAT, "--n_ctx", str(n_ctx), "--model_alias", "local",
+            sys.executable, "-m", "topoeval.models.llamacpp_serve", "--model", model_path, "--host", "127.0.0.1",
+            "--port", str(self.port), "--chat_format", CHAT_FORMAT_NAME, "--n_ctx", str(n_ctx), "--model_alias", "local",
+            "--verbose", "False",
         ]
         if n_threads:
             cmd += ["--n_threads", str(n_threads)]
+        # the server's log goes to a file: an undrained pipe would fill up and stall the server
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cmd, stdout=self.log, stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         atexit.register(self.stop)
@@ -70,8 +76,7 @@ class LlamaServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace")[-500:] if self.proc.stderr else ""
-                raise UserError(f"llama.cpp server exited with code {self.proc.returncode}: {err.strip()}")
+                raise UserError(f"llama.cpp server exited with code {self.proc.returncode}: {self._log_tail()}")
             try:
                 with urllib.request.urlopen(self.api_base + "/models", timeout=2) as r:
                     if r.status == 200:
@@ -79,7 +84,12 @@ class LlamaServer:
             except OSError:
                 time.sleep(0.2)
         self.stop()
-        raise UserError(f"llama.cpp server did not answer within {timeout_s:.0f} s")
+        raise UserError(f"llama.cpp server did not answer within {timeout_s:.0f} s: {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        self.log.seek(0)
+        lines = self.log.read().decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else "(no output)"
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -89,8 +99,8 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.stderr:
-            self.proc.stderr.close()
+        if not self.log.closed:
+            self.log.close()
 
 
 class LlamaServerPolicy(LiteLLMPolicy):

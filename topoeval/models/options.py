@@ -20,5 +20,5 @@ class ModelOptions(BaseModel):
     max_backoff_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")
     temperature: float | None = Field(default=None, description="Overrides the protocol's temperature.")
     top_p: float | None = Field(default=None, description="Overrides the protocol's top_p.")
-    n_ctx: int = Field(default=4096, description="Context window for local llama.cpp / transformers models.")
+    n_ctx: int = Field(default=8192, description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
     n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")

@@ -6,6 +6,7 @@ import hashlib
 import time
 from typing import Any
 
+from topoeval.errors import UserError
 from topoeval.messages import ToolCall
 from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
 from topoeval.protocol import Limits
@@ -59,6 +60,8 @@ async def run_episode(
     for turn in range(limits.max_turns):
         try:
             reply = await policy.act(messages, tools, sampling, ctx)
+        except UserError:  # a set-up problem (missing extra, server that cannot start): end the run
+            raise
         except Exception as exc:  # backend failure after its own retries: record, do not drop
             errors.append(f"policy: {type(exc).__name__}: {exc}")
             status = "error"

@@ -68,18 +68,22 @@ def run_protocol(
     shots: list[int] | None = None,
     model_options: ModelOptions | None = None,
     cache: bool = True,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
 ) -> RunResult:
     """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
 
     Running again with the same arguments resumes: finished episodes are kept, not re-run.
     ``tasks`` and ``samples`` override the protocol's test task count and samples per task;
-    ``shots`` keeps only these baselines. ``model_options`` reach every model backend; with
+    ``shots`` keeps only these baselines, ``max_turns`` / ``max_tokens`` override the protocol's
+    limits (the run's protocol hash changes with them). ``model_options`` reach every model backend; with
     ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     """
     return asyncio.run(
         arun_protocol(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
             suites_dirs=suites_dirs, progress=progress, shots=shots, model_options=model_options, cache=cache,
+            max_turns=max_turns, max_tokens=max_tokens,
         )
     )
 
@@ -97,12 +101,17 @@ async def arun_protocol(
     shots: list[int] | None = None,
     model_options: ModelOptions | None = None,
     cache: bool = True,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
 ) -> RunResult:
     registry = SuiteRegistry(suites_dirs)
     if not isinstance(protocol, Protocol):
         protocol = load_protocol(protocol, registry)
     if shots is not None:
         protocol = _only_shots(protocol, shots)
+    if max_turns is not None or max_tokens is not None:
+        limits = protocol.limits.model_copy(update={k: v for k, v in (("max_turns", max_turns), ("max_tokens", max_tokens)) if v})
+        protocol = protocol.model_copy(update={"limits": limits})
     if not models:
         raise UserError("no model given (use --model, e.g. --model oracle)")
     policies = [make_policy(m, model_options) for m in models]
@@ -181,10 +190,11 @@ async def arun_protocol(
 
 
 def _only_shots(protocol: Protocol, shots: list[int]) -> Protocol:
-    unknown = sorted(set(shots) - set(protocol.baselines.shots))
-    if unknown:
-        raise UserError(f"--shots {unknown} not among the protocol's baselines {protocol.baselines.shots}")
-    baselines = protocol.baselines.model_copy(update={"shots": sorted(set(shots))})
+    """Keep the protocol's baselines that are among ``shots`` (at least one must remain)."""
+    kept = sorted(set(shots) & set(protocol.baselines.shots))
+    if not kept:
+        raise UserError(f"--shots {sorted(set(shots))}: none is among the protocol's baselines {protocol.baselines.shots}")
+    baselines = protocol.baselines.model_copy(update={"shots": kept})
     return protocol.model_copy(update={"baselines": baselines})
 
 

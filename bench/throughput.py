@@ -1,0 +1,217 @@
+"""Harness throughput against a local OpenAI-compatible server with fixed latency.
+
+    .venv/bin/python bench/throughput.py            # C = 16 and 64, 50 ms latency
+    .venv/bin/python bench/throughput.py --embedded # also tokens/s of the embedded model
+
+Each episode is two requests (a tool call, then the answer). The physical limit for N episodes
+at concurrency C and latency L is N / (ceil(N / C) * 2L) episodes/s; every path is reported as a
+share of it, plus episodes per CPU-second of this (client) process. Paths, side by side in one run:
+
+- raw aiohttp: a bare loop of two POSTs per episode on one pooled session (the reference);
+- raw litellm: two ``litellm.acompletion`` calls per episode;
+- topoeval via litellm: ``run_protocol`` with model ``openai/bench`` and ``--api-base``;
+- topoeval direct: ``run_protocol`` with model ``direct:bench`` (pooled aiohttp).
+
+The server runs in its own process. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+SUITES = ROOT / "tests" / "fixtures" / "suites"
+PROTOCOL = ROOT / "bench" / "bench_protocol.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "latency_server.py"), "--port", str(port),
+                             "--latency", str(latency)])
+    url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(100):
+        try:
+            body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": "What is stored under k1?"}]})
+            req = urllib.request.Request(url + "/chat/completions", data=body.encode(), headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=1).read()
+            return proc, url
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("latency server did not start")
+
+
+def prompts(n: int) -> list[str]:
+    from topoeval.discovery import SuiteRegistry
+
+    suite = SuiteRegistry([SUITES]).get("echo")
+    return [t.prompt for t in suite.tasks(suite.parse_params({}), "test", 1, n)]
+
+
+async def raw_aiohttp(url: str, ps: list[str], c: int) -> None:
+    import aiohttp
+
+    sem = asyncio.Semaphore(c)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def episode(p: str) -> None:
+            async with sem:
+                msgs = [{"role": "user", "content": p}]
+                async with session.post(url + "/chat/completions", json={"model": "bench", "messages": msgs}) as r:
+                    call = (await r.json())["choices"][0]["message"]
+                msgs += [call, {"role": "tool", "tool_call_id": "c0", "content": "v"}]
+                async with session.post(url + "/chat/completions", json={"model": "bench", "messages": msgs}) as r:
+                    await r.json()
+
+        await asyncio.gather(*(episode(p) for p in ps))
+
+
+async def raw_litellm(url: str, ps: list[str], c: int) -> None:
+    from topoeval.models.litellm_backend import import_litellm
+
+    litellm = import_litellm()
+    sem = asyncio.Semaphore(c)
+
+    async def episode(p: str) -> None:
+        async with sem:
+            msgs = [{"role": "user", "content": p}]
+            r = await litellm.acompletion(model="openai/bench", messages=msgs, api_base=url, api_key="x")
+            msgs += [r.choices[0].message.model_dump(), {"role": "tool", "tool_call_id": "c0", "content": "v"}]
+            await litellm.acompletion(model="openai/bench", messages=msgs, api_base=url, api_key="x")
+
+    await asyncio.gather(*(episode(p) for p in ps))
+
+
+def via_topoeval(model: str, url: str, n: int, c: int) -> None:
+    import topoeval
+    from topoeval.models.options import ModelOptions
+
+    with tempfile.TemporaryDirectory() as out:
+        res = topoeval.run_protocol(PROTOCOL, [model], Path(out) / "run", tasks=n, concurrency=c, suites_dirs=[SUITES],
+                                    model_options=ModelOptions(api_base=url, api_key="x", tool_mode="native"), cache=False)
+        ok = res.cell(model, "echo")["metrics"]["success"]["mean"]
+        if ok != 1.0:
+            raise RuntimeError(f"{model}: success {ok}, the benchmark episodes did not complete")
+
+
+def measure(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process)."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def throughput(latency: float, concurrencies: list[int], per_c: int) -> list[dict]:
+    proc, url = start_server(latency)
+    rows = []
+    try:
+        for c in concurrencies:
+            n = per_c * c
+            ps = prompts(n)
+            limit = n / (math.ceil(n / c) * 2 * latency)
+            paths = {
+                "raw aiohttp": lambda: asyncio.run(raw_aiohttp(url, ps, c)),
+                "raw litellm": lambda: asyncio.run(raw_litellm(url, ps, c)),
+                "topoeval via litellm": lambda: via_topoeval("openai/bench", url, n, c),
+                "topoeval direct": lambda: via_topoeval("direct:bench", url, n, c),
+            }
+            via_topoeval("direct:bench", url, c, c)  # warm imports and the task generator
+            asyncio.run(raw_litellm(url, ps[:c], c))
+            for name, fn in paths.items():
+                wall, cpu = measure(fn)
+                rows.append({"path": name, "C": c, "N": n, "episodes_per_s": n / wall, "share_of_limit": n / wall / limit,
+                             "episodes_per_cpu_s": n / cpu if cpu else float("inf")})
+    finally:
+        proc.terminate()
+        proc.wait()
+    return rows
+
+
+def embedded_tokens_per_s(n_prompts: int = 6, max_tokens: int = 48) -> dict:
+    """Tokens/s of the embedded model through topoeval's backend vs raw llama-cpp-python, same prompts."""
+    from topoeval.discovery import SuiteRegistry
+    from topoeval.models.embedded import embedded_gguf
+    from topoeval.models.llamacpp import LlamaCppPolicy
+    from topoeval.models.llamacpp_format import CHAT_FORMAT, for_chatml_function_calling
+    from topoeval.models.options import ModelOptions
+    from topoeval.policies.base import EpisodeContext, SamplingParams
+
+    import llama_cpp
+
+    wiki = SuiteRegistry().get("wiki")
+    params = wiki.parse_params({})
+    tasks = wiki.tasks(params, "dev", 0, n_prompts)
+    tools = [t.openai() for t in wiki.tools]
+    convs = [[{"role": "system", "content": wiki.system_prompt(params)}, {"role": "user", "content": t.prompt}] for t in tasks]
+    path = embedded_gguf()
+
+    raw = llama_cpp.Llama(model_path=path, n_ctx=4096, n_threads=os.cpu_count(), chat_format=CHAT_FORMAT, verbose=False)
+    t0, toks = time.perf_counter(), 0
+    for msgs in convs:
+        r = raw.create_chat_completion(messages=for_chatml_function_calling(msgs), tools=tools, tool_choice="auto",
+                                       max_tokens=max_tokens, temperature=0.0)
+        toks += r["usage"]["completion_tokens"]
+    raw_tps = toks / (time.perf_counter() - t0)
+    raw.close()
+
+    policy = LlamaCppPolicy(path, ModelOptions())
+    sampling = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+
+    async def run_policy() -> int:
+        total = 0
+        for task, msgs in zip(tasks, convs):
+            reply = await policy.act(msgs, tools, sampling, EpisodeContext(task=task, suite=wiki, sample=0, shots=0))
+            total += reply.usage.completion_tokens
+        await policy.aclose()
+        return total
+
+    asyncio.run(policy.act(convs[0], tools, sampling, EpisodeContext(task=tasks[0], suite=wiki, sample=0, shots=0)))
+    t0 = time.perf_counter()
+    toks = asyncio.run(run_policy())
+    ours = toks / (time.perf_counter() - t0)
+    return {"raw_llama_cpp_tok_s": raw_tps, "topoeval_tok_s": ours, "ratio": ours / raw_tps}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
+    ap.add_argument("--rounds", type=int, default=8, help="N = rounds x C episodes per path")
+    ap.add_argument("--embedded", action="store_true", help="also measure the embedded model's tokens/s")
+    args = ap.parse_args()
+
+    rows = throughput(args.latency, args.concurrency, args.rounds)
+    ref = {r["C"]: r for r in rows if r["path"] == "raw aiohttp"}
+    lit = {r["C"]: r for r in rows if r["path"] == "raw litellm"}
+    print(f"latency {args.latency * 1000:.0f} ms, 2 requests per episode, {os.cpu_count()} cores")
+    print(f"{'path':22s} {'C':>4s} {'N':>5s} {'episodes/s':>11s} {'share of limit':>15s} {'vs aiohttp':>11s} "
+          f"{'vs litellm':>11s} {'episodes/CPU-s':>15s}")
+    for r in rows:
+        print(f"{r['path']:22s} {r['C']:4d} {r['N']:5d} {r['episodes_per_s']:11.1f} {r['share_of_limit']:15.2f} "
+              f"{r['episodes_per_s'] / ref[r['C']]['episodes_per_s']:11.2f} "
+              f"{r['episodes_per_s'] / lit[r['C']]['episodes_per_s']:11.2f} {r['episodes_per_cpu_s']:15.1f}")
+    if args.embedded:
+        e = embedded_tokens_per_s()
+        print(f"embedded smollm2-135m: raw llama-cpp-python {e['raw_llama_cpp_tok_s']:.1f} tok/s, "
+              f"through topoeval {e['topoeval_tok_s']:.1f} tok/s, ratio {e['ratio']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
