@@ -145,15 +145,21 @@ def throughput(latency: float, concurrencies: list[int], per_c: int) -> list[dic
 
 
 def embedded_tokens_per_s(n_prompts: int = 6, max_tokens: int = 48) -> dict:
-    """Tokens/s of the embedded model through topoeval's backend vs raw llama-cpp-python, same prompts."""
+    """Tokens/s of the embedded model through topoeval's backend vs bare llama-cpp-python, same prompts.
+
+    Both run the same grammar-constrained tool-calling steps (``complete_with_tools``); the bare
+    reference calls them synchronously on a ``llama_cpp.Llama``, topoeval goes through its policy
+    (message conversion, a worker thread, usage accounting). Prompts: the first turn of wiki tasks.
+    """
+    import llama_cpp
+
     from topoeval.discovery import SuiteRegistry
     from topoeval.models.embedded import embedded_gguf
     from topoeval.models.llamacpp import LlamaCppPolicy
-    from topoeval.models.llamacpp_format import CHAT_FORMAT, for_chatml_function_calling
+    from topoeval.models.llamacpp_format import for_chatml_function_calling
+    from topoeval.models.llamacpp_tools import complete_with_tools
     from topoeval.models.options import ModelOptions
     from topoeval.policies.base import EpisodeContext, SamplingParams
-
-    import llama_cpp
 
     wiki = SuiteRegistry().get("wiki")
     params = wiki.parse_params({})
@@ -162,11 +168,11 @@ def embedded_tokens_per_s(n_prompts: int = 6, max_tokens: int = 48) -> dict:
     convs = [[{"role": "system", "content": wiki.system_prompt(params)}, {"role": "user", "content": t.prompt}] for t in tasks]
     path = embedded_gguf()
 
-    raw = llama_cpp.Llama(model_path=path, n_ctx=4096, n_threads=os.cpu_count(), chat_format=CHAT_FORMAT, verbose=False)
+    raw = llama_cpp.Llama(model_path=path, n_ctx=8192, n_threads=os.cpu_count(), verbose=False)
+    complete_with_tools(raw, for_chatml_function_calling(convs[0]), tools, max_tokens=4)  # warm up
     t0, toks = time.perf_counter(), 0
     for msgs in convs:
-        r = raw.create_chat_completion(messages=for_chatml_function_calling(msgs), tools=tools, tool_choice="auto",
-                                       max_tokens=max_tokens, temperature=0.0)
+        r = complete_with_tools(raw, for_chatml_function_calling(msgs), tools, max_tokens=max_tokens, temperature=0.0)
         toks += r["usage"]["completion_tokens"]
     raw_tps = toks / (time.perf_counter() - t0)
     raw.close()
@@ -174,18 +180,19 @@ def embedded_tokens_per_s(n_prompts: int = 6, max_tokens: int = 48) -> dict:
     policy = LlamaCppPolicy(path, ModelOptions())
     sampling = SamplingParams(max_tokens=max_tokens, temperature=0.0)
 
-    async def run_policy() -> int:
-        total = 0
+    async def run_policy() -> tuple[int, float]:
+        ctx = EpisodeContext(task=tasks[0], suite=wiki, sample=0, shots=0)
+        await policy.act(convs[0], tools, sampling.model_copy(update={"max_tokens": 4}), ctx)  # warm up
+        t0, total = time.perf_counter(), 0
         for task, msgs in zip(tasks, convs):
             reply = await policy.act(msgs, tools, sampling, EpisodeContext(task=task, suite=wiki, sample=0, shots=0))
             total += reply.usage.completion_tokens
+        elapsed = time.perf_counter() - t0
         await policy.aclose()
-        return total
+        return total, elapsed
 
-    asyncio.run(policy.act(convs[0], tools, sampling, EpisodeContext(task=tasks[0], suite=wiki, sample=0, shots=0)))
-    t0 = time.perf_counter()
-    toks = asyncio.run(run_policy())
-    ours = toks / (time.perf_counter() - t0)
+    toks, elapsed = asyncio.run(run_policy())
+    ours = toks / elapsed
     return {"raw_llama_cpp_tok_s": raw_tps, "topoeval_tok_s": ours, "ratio": ours / raw_tps}
 
 

@@ -7,6 +7,7 @@ import string
 from collections import Counter
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ANSWER_PREFIX = re.compile(r"(?:final answer|answer)\s*[:：]\s*", re.IGNORECASE)
 
 
@@ -14,8 +15,7 @@ def normalize_answer(text: str | None) -> str:
     """Lower-case, drop punctuation and articles, fold white space."""
     if not text:
         return ""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = text.lower().translate(_NO_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 

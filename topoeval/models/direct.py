@@ -10,12 +10,27 @@ import asyncio
 import json
 from typing import Any
 
+import aiohttp
+
 from topoeval.errors import UserError
 from topoeval.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.retry import TransientError, parse_retry_after
 from topoeval.policies.base import SamplingParams
+
+try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
+    import orjson
+
+    def _dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj)
+
+    _loads = orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    def _dumps(obj: Any) -> bytes:
+        return json.dumps(obj).encode()
+
+    _loads = json.loads
 
 
 class DirectPolicy(ChatPolicy):
@@ -35,8 +50,6 @@ class DirectPolicy(ChatPolicy):
         return headers
 
     async def _get_session(self):
-        import aiohttp
-
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60, ttl_dns_cache=300),
@@ -46,27 +59,26 @@ class DirectPolicy(ChatPolicy):
         return self._session
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
-        import aiohttp
 
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling_args(sampling)}
         if tools:
             body.update(tools=tools, tool_choice="auto")
-        session = await self._get_session()
+        session = self._session if self._session is not None and not self._session.closed else await self._get_session()
         try:
-            async with session.post(self.url, data=json.dumps(body)) as resp:
-                text = await resp.text()
+            async with session.post(self.url, data=_dumps(body)) as resp:
+                raw = await resp.read()
                 if resp.status == 429 or resp.status >= 500:
-                    raise TransientError(f"HTTP {resp.status}: {text[:200]}",
+                    raise TransientError(f"HTTP {resp.status}: {raw[:200]!r}",
                                          retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
                 if resp.status >= 400:
-                    raise RuntimeError(f"HTTP {resp.status}: {text[:300]}")
+                    raise RuntimeError(f"HTTP {resp.status}: {raw[:300]!r}")
         except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
         try:
-            data = json.loads(text)
+            data = _loads(raw)
             return message_from_openai(data["choices"][0]["message"], data.get("usage"))
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
-            raise RuntimeError(f"malformed response from {self.url}: {text[:200]}") from exc
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise RuntimeError(f"malformed response from {self.url}: {raw[:200]!r}") from exc
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:

@@ -79,13 +79,21 @@ def run_protocol(
     limits (the run's protocol hash changes with them). ``model_options`` reach every model backend; with
     ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     """
-    return asyncio.run(
-        arun_protocol(
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(arun_protocol(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
             suites_dirs=suites_dirs, progress=progress, shots=shots, model_options=model_options, cache=cache,
             max_turns=max_turns, max_tokens=max_tokens,
-        )
-    )
+        ))
+
+
+def _loop_factory():
+    """uvloop's event loop when installed (it halves the harness's own cost per request), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def arun_protocol(

@@ -12,14 +12,13 @@ Every call ends in a :class:`CallRecord` with a status:
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 import jsonschema
 from pydantic import BaseModel, Field
 
 from topoeval.messages import ToolCall
-from topoeval.suite import ToolError, ToolSpec, World, canonical_json
+from topoeval.suite import ToolError, ToolSpec, World
 
 
 class CallRecord(BaseModel):
@@ -37,9 +36,15 @@ class CallRecord(BaseModel):
     state_changed: bool = Field(default=False, description="Whether the world snapshot changed.")
 
 
-@lru_cache(maxsize=512)
-def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(schema_json))
+_VALIDATORS: dict[int, tuple[ToolSpec, jsonschema.Draft202012Validator]] = {}
+
+
+def _validator(spec: ToolSpec) -> jsonschema.Draft202012Validator:
+    """The JSON-schema validator of a tool spec, built once per spec object."""
+    hit = _VALIDATORS.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        hit = _VALIDATORS[id(spec)] = (spec, jsonschema.Draft202012Validator(spec.parameters))
+    return hit[1]
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -66,7 +71,8 @@ def execute_call(call: ToolCall, turn: int, tools: dict[str, ToolSpec], world: W
         rec.status, rec.error = "invalid", err
         return rec
     rec.arguments = args
-    problem = next(iter(sorted(_validator(canonical_json(spec.parameters)).iter_errors(args), key=str)), None)
+    validator = _validator(spec)
+    problem = None if validator.is_valid(args) else min(validator.iter_errors(args), key=str)
     if problem is not None:
         where = ".".join(str(p) for p in problem.absolute_path) or "arguments"
         rec.status, rec.error = "invalid", f"{where}: {problem.message}"
