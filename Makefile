@@ -46,7 +46,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(BIN)/python bench/throughput.py --embedded
+	$(BIN)/python bench/throughput.py --embedded --rounds 16
 
 clean:
 	rm -rf $(VENV) .pytest_cache
