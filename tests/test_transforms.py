@@ -1,0 +1,50 @@
+"""Transforms: renamed tools/arguments and distractor tools keep every task solvable by the oracle."""
+
+import asyncio
+
+import pytest
+
+from topoeval.discovery import SuiteRegistry
+from topoeval.policies.base import SamplingParams
+from topoeval.policies.registry import make_policy
+from topoeval.protocol import Limits, TransformSpec
+from topoeval.runner.episode import run_episode
+from topoeval.transforms import apply_transforms, known_transforms, transform_axis
+
+STACKS = [
+    [TransformSpec(name="rename_tools", args={"seed": 1})],
+    [TransformSpec(name="rename_args", args={"seed": 2})],
+    [TransformSpec(name="distractor_tools", args={"n": 3})],
+    [TransformSpec(name="rename_tools", args={"seed": 3}), TransformSpec(name="rename_args", args={"seed": 4}),
+     TransformSpec(name="distractor_tools", args={"n": 2})],
+]
+
+
+def rollout(suite, task, model):
+    return asyncio.run(run_episode(policy=make_policy(model), suite=suite, task=task, system_prompt="s", demos=[],
+                                   limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
+
+
+@pytest.mark.parametrize("suite_name", ["wiki", "travel"])
+@pytest.mark.parametrize("stack", STACKS, ids=lambda s: "+".join(t.name for t in s))
+def test_oracle_still_solves_every_transformed_task(suite_name, stack):
+    base = SuiteRegistry().get(suite_name)
+    suite = apply_transforms(base, stack)
+    params = suite.parse_params({})
+    for task in suite.tasks(params, "test", 5, 40):
+        assert rollout(suite, task, "oracle")["scores"]["success"] == 1.0, task.id
+        assert rollout(suite, task, "noop")["scores"]["success"] == 0.0
+        names = {t.name for t in suite.tools}
+        assert all(g.tool in names for g in task.gold)
+
+
+def test_transforms_change_the_vocabulary_and_the_descriptor():
+    base = SuiteRegistry().get("travel")
+    both = apply_transforms(base, STACKS[3])
+    assert {t.name for t in both.tools}.isdisjoint({t.name for t in base.tools})
+    assert both.manifest.topology.distractor_tools == 2
+    assert both.manifest.topology.schema_name == "travel-v1+renamed_tools+renamed_args"
+    for tool in both.tools:  # renamed arguments stay required
+        assert set(tool.parameters.get("required", [])) <= set(tool.parameters["properties"])
+    assert both.system_prompt(both.parse_params({})) != base.system_prompt(base.parse_params({}))
+    assert all(transform_axis(n) == "schema" for n in known_transforms())
