@@ -140,10 +140,37 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
     from topoeval.report import print_quality_table, print_success_table
     from topoeval.runner.store import read_json
 
+    from topoeval.report_md import write_report_md
+
     summary = read_json(run_dir / "summary.json")
     console = _console()
     print_success_table(summary, console)
     print_quality_table(summary, console)
+    write_report_md(summary, run_dir / "report.md")
+    console.print(f"wrote {run_dir / 'report.md'}")
+
+
+@app.command()
+def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of the same protocol.")]) -> None:
+    """Put several runs of one protocol side by side (success per topology, ties marked)."""
+    from topoeval.metrics.stats import mark_ties
+    from topoeval.report import print_success_table
+    from topoeval.runner.store import read_json
+
+    summaries = [read_json(d / "summary.json") for d in run_dirs]
+    protocols = {s["protocol"] for s in summaries}
+    if len(protocols) > 1:
+        raise UserError(f"runs of different protocols cannot be compared: {', '.join(sorted(protocols))}")
+    task_sets = {s.get("task_set_sha256") for s in summaries}
+    cells = []
+    for d, s in zip(run_dirs, summaries):
+        for c in s["cells"]:
+            cells.append({**c, "model": f"{c['model']} ({d.name})"})
+    mark_ties(cells)
+    console = _console()
+    print_success_table({"protocol": summaries[0]["protocol"], "cells": cells}, console)
+    if len(task_sets) > 1:
+        console.print("note: the runs used different task sets (task_set_sha256 differs); ties compare unlike samples")
 
 
 @app.command()

@@ -7,7 +7,8 @@ from typing import Any
 
 from topoeval.metrics.stats import mark_ties, metric_stats
 
-SCHEMA_VERSION = 1
+#: 2 adds the ``collapse`` section and per-cell ``episode_ids``; nothing of schema 1 was removed.
+SCHEMA_VERSION = 2
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success",)
 
@@ -39,6 +40,7 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
                 "n_tasks": len({r["task_id"] for r in recs}),
                 "n_episodes": len(recs),
                 "status": dict(sorted(status.items())),
+                "episode_ids": sorted(r["episode_id"] for r in recs),
                 "metrics": {name: metric_stats(metrics[name], name in BINARY_METRICS) for name in sorted(metrics)},
             }
         )
@@ -46,5 +48,10 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
     return cells
 
 
-def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None) -> dict:
-    return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": build_cells(records, order)}
+def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None,
+                  base_model: str | None = None) -> dict:
+    from topoeval.collapse import build_collapse
+
+    cells = build_cells(records, order)
+    return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": cells,
+            "collapse": build_collapse(cells, base_model)}

@@ -1,0 +1,53 @@
+"""The collapse section, report.md and `topoeval compare`."""
+
+import json
+import subprocess
+
+import pytest
+
+import topoeval
+from topoeval.collapse import build_collapse
+
+
+def cell(model, baseline, topo, role, success, **dims):
+    metrics = {"success": {"mean": success, "std": 0.0, "n": 10}}
+    metrics.update({k: {"mean": v, "std": 0.0, "n": 10} for k, v in dims.items()})
+    return {"model": model, "baseline": baseline, "topology": topo, "role": role, "metrics": metrics}
+
+
+def test_collapse_numbers_by_hand():
+    cells = [
+        cell("m", "0-shot", "a", "id", 0.8, dq=0.9, risk=None, clarification=0.7),
+        cell("m", "0-shot", "b", "ood", 0.2, dq=0.5, clarification=0.1),
+        cell("m", "2-shot", "a", "id", 0.8),
+        cell("m", "2-shot", "b", "ood", 0.5),
+        cell("base", "0-shot", "a", "id", 0.6),
+        cell("base", "0-shot", "b", "ood", 0.1),
+    ]
+    out = {(e["model"], e["baseline"]): e for e in build_collapse(cells, base_model="base")}
+    zero = out[("m", "0-shot")]
+    assert zero["S_id"] == 0.8 and zero["S_ood"] == {"b": 0.2}
+    assert zero["transfer_ratio"]["b"] == pytest.approx(0.25) and zero["gap"]["b"] == pytest.approx(0.6)
+    assert zero["vs_base"]["b"] == pytest.approx(0.1)
+    assert zero["dimension_collapse"]["b"]["dq"] == pytest.approx(0.4)
+    assert zero["dimension_collapse"]["b"]["falls_most"] == "clarification"
+    assert out[("m", "2-shot")]["fewshot_recovery"]["b"] == pytest.approx(0.5)  # 0.3 of the 0.6 gap
+    assert "vs_base" not in out[("base", "0-shot")]
+
+
+def test_run_writes_collapse_report_md_and_compare(tmp_path, topoeval_cmd):
+    a = topoeval.run_protocol("wiki_to_travel", ["oracle", "noop"], tmp_path / "a", tasks=3, shots=[0, 1])
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["schema"] == 2
+    oracle = next(e for e in summary["collapse"] if e["model"] == "oracle" and e["baseline"] == "0-shot")
+    assert oracle["S_id"] == 1.0 and oracle["gap"] == {"travel": 0.0} and oracle["transfer_ratio"] == {"travel": 1.0}
+    assert all(len(c["episode_ids"]) == c["n_episodes"] for c in a.cells)
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert "## Collapse" in md and "| oracle | 0-shot |" in md
+    topoeval.run_protocol("wiki_to_travel", ["random"], tmp_path / "b", tasks=3, shots=[0, 1])
+    proc = subprocess.run([*topoeval_cmd, "compare", str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "oracle (a)" in proc.stdout and "random (b)" in proc.stdout
+    other = topoeval.run_protocol("wiki_hops", ["oracle"], tmp_path / "c", tasks=1)
+    proc = subprocess.run([*topoeval_cmd, "compare", str(tmp_path / "a"), str(other.run_dir)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "different protocols" in proc.stderr

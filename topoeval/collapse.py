@@ -1,0 +1,78 @@
+"""The collapse section of summary.json: how much is lost out of distribution, where, and how much
+few-shot demonstrations recover. One entry per model x baseline.
+
+- ``S_id``: mean success over the ID topologies' cells; ``S_ood``: success per OOD topology;
+- ``transfer_ratio`` = S_ood / S_id (null when S_id = 0); ``gap`` = S_id − S_ood;
+- ``vs_base`` (when the protocol names a ``base_model`` that was run): S_ood(model) − S_ood(base);
+- ``fewshot_recovery`` (k-shot entries): (S_ood(k) − S_ood(0)) / gap(0), the share of the zero-shot
+  gap that k demonstrations close (null when the zero-shot gap is 0);
+- ``dimension_collapse``: per OOD topology, ID − OOD for dq and each decision-quality dimension
+  (over the tasks where it applies; null where it applies on one side only) and ``falls_most``.
+Every number traces back to the cells' ``episode_ids``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topoeval.metrics.dimensions import DIMENSIONS
+
+QUALITY = ("dq", *DIMENSIONS)
+
+
+def _mean(cell: dict[str, Any] | None, metric: str = "success") -> float | None:
+    if not cell:
+        return None
+    stat = cell["metrics"].get(metric) or {}
+    return stat.get("mean")
+
+
+def _avg(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -> list[dict[str, Any]]:
+    by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    roles: dict[str, str] = {}
+    for c in cells:
+        by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c
+        roles[c["topology"]] = c["role"]
+    ood = [t for t, r in roles.items() if r == "ood"]
+    ids = [t for t, r in roles.items() if r == "id"]
+    out = []
+    for (model, baseline), topo in by_key.items():
+        s_id = _avg([_mean(topo.get(t)) for t in ids])
+        s_ood = {t: _mean(topo.get(t)) for t in ood}
+        entry: dict[str, Any] = {
+            "model": model,
+            "baseline": baseline,
+            "S_id": s_id,
+            "S_ood": s_ood,
+            "transfer_ratio": {t: (v / s_id if v is not None and s_id else None) for t, v in s_ood.items()},
+            "gap": {t: (s_id - v if v is not None and s_id is not None else None) for t, v in s_ood.items()},
+            "dimension_collapse": {},
+        }
+        for t in ood:
+            drops = {}
+            for dim in QUALITY:
+                a = _avg([_mean(topo.get(i), dim) for i in ids])
+                b = _mean(topo.get(t), dim)
+                drops[dim] = a - b if a is not None and b is not None else None
+            worst = max((d for d in DIMENSIONS if drops[d] is not None), key=lambda d: drops[d], default=None)
+            entry["dimension_collapse"][t] = {**drops, "falls_most": worst}
+        if base_model and base_model != model and (base_model, baseline) in by_key:
+            base = by_key[(base_model, baseline)]
+            entry["vs_base"] = {t: (v - _mean(base.get(t)) if v is not None and _mean(base.get(t)) is not None else None)
+                                for t, v in s_ood.items()}
+        zero = by_key.get((model, "0-shot"))
+        if baseline != "0-shot" and zero is not None:
+            recovery = {}
+            z_id = _avg([_mean(zero.get(t)) for t in ids])
+            for t, v in s_ood.items():
+                z = _mean(zero.get(t))
+                gap0 = z_id - z if z_id is not None and z is not None else None
+                recovery[t] = (v - z) / gap0 if gap0 and v is not None else None
+            entry["fewshot_recovery"] = recovery
+        out.append(entry)
+    return out
