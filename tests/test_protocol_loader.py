@@ -129,3 +129,9 @@ def test_cli_validate_exit_2_one_line_per_error(tmp_path, topoeval_cmd):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [f"{bad}:8 test[0].suite: unknown suite 'travl' (did you mean 'travel'?)"]
     assert f"{good}: ok" in proc.stdout
+
+
+def test_transform_that_does_not_apply_to_the_suite(registry):
+    text = GOOD.replace("    params: {hops: [3]}\n", "    params: {hops: [3]}\n    transforms: [{name: hide_slots, args: {slots: [budget]}}]\n")
+    (line,) = errors_of(text, registry)
+    assert line.startswith("x.yaml:13 test[1].transforms: transform 'hide_slots' does not apply to suite 'wiki'")

@@ -47,4 +47,36 @@ def test_transforms_change_the_vocabulary_and_the_descriptor():
     for tool in both.tools:  # renamed arguments stay required
         assert set(tool.parameters.get("required", [])) <= set(tool.parameters["properties"])
     assert both.system_prompt(both.parse_params({})) != base.system_prompt(base.parse_params({}))
-    assert all(transform_axis(n) == "schema" for n in known_transforms())
+    assert {transform_axis(n) for n in known_transforms()} >= {"schema", "user", "ordering"}
+
+
+def test_hide_slots_moves_facts_behind_the_user():
+    base = SuiteRegistry().get("travel")
+    suite = apply_transforms(base, [TransformSpec(name="hide_slots", args={"slots": ["budget"]})])
+    params = suite.parse_params({})
+    tasks = suite.tasks(params, "test", 5, 40)
+    for task in tasks:
+        if task.family != "tradeoff":
+            assert "budget" in task.hidden_slots and "budget" not in task.given_slots
+            assert f"${task.hidden_slots['budget']}" not in task.prompt
+        assert rollout(suite, task, "oracle")["scores"]["success"] == 1.0
+    assert suite.manifest.topology.user == "hidden_slots"
+    assert transform_axis("hide_slots") == "user"
+
+
+def test_shuffle_priority_changes_the_orders_and_stays_solvable():
+    base = SuiteRegistry().get("travel")
+    params = base.parse_params({"families": ["tradeoff"]})
+    suite = apply_transforms(base, [TransformSpec(name="shuffle_priority", args={"seed": 7})])
+    before = [t.priority for t in base.tasks(params, "test", 0, 30)]
+    after = suite.tasks(suite.parse_params({"families": ["tradeoff"]}), "test", 0, 30)
+    assert [t.priority for t in after] != before
+    for task in after:
+        assert rollout(suite, task, "oracle")["scores"]["success"] == 1.0
+
+
+def test_user_axis_transforms_need_a_suite_that_has_the_parameter():
+    from topoeval.errors import UserError
+
+    with pytest.raises(UserError, match="does not apply to suite 'wiki'"):
+        apply_transforms(SuiteRegistry().get("wiki"), [TransformSpec(name="hide_slots", args={"slots": ["budget"]})])

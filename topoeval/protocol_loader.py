@@ -66,7 +66,7 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry) -> Protoco
 
 def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[Loc, str]]:
     """Checks across fields and against the suite registry."""
-    from topoeval.transforms import known_transforms
+    from topoeval.transforms import apply_transforms, known_transforms
 
     errors: list[tuple[Loc, str]] = []
     if protocol.train.role is not None:
@@ -99,6 +99,11 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                     f" (known: {', '.join(sorted(transforms))})" if transforms else " (no transforms are defined yet)"
                 )
                 errors.append(((*loc, "transforms", j, "name"), f"unknown transform '{tr.name}'{hint}"))
+        if all(tr.name in transforms for tr in topo.transforms):
+            try:
+                apply_transforms(suite, topo.transforms)
+            except UserError as exc:
+                errors.append(((*loc, "transforms"), str(exc)))
 
     biggest = max(protocol.baselines.shots)
     if biggest > protocol.tasks.fewshot.n:

@@ -10,6 +10,8 @@ messages are mapped between the new vocabulary and the inner suite's. Transforms
 | ``rename_tools`` | schema | ``seed`` — every tool gets a seeded synonym (``search`` → ``find_articles``) |
 | ``rename_args`` | schema | ``seed`` — every argument gets a seeded synonym (``query`` → ``q``) |
 | ``distractor_tools`` | schema | ``n`` — adds n read-only tools no task needs |
+| ``hide_slots`` | user | ``slots`` — these task facts move behind the user (suites with a ``hide`` parameter) |
+| ``shuffle_priority`` | ordering | ``seed`` — re-draws the priority orders (suites with a ``priority_seed`` parameter) |
 """
 
 from __future__ import annotations
@@ -216,6 +218,58 @@ def _rebuild(suite: Suite, tools: dict[str, str], arg_names: dict[str, dict[str,
                             {k: v for k, v in topology.items() if v != getattr(base.manifest.topology, k)})
 
 
+class ParamsOverrideSuite(Suite):
+    """``inner`` with some of its parameters fixed by a transform (task generation changes)."""
+
+    def __init__(self, inner: Suite, overrides: dict[str, Any], topology_update: dict[str, Any]):
+        self.inner = inner
+        self.Params = inner.Params
+        self.overrides = overrides
+        topology = inner.manifest.topology.model_copy(update=topology_update)
+        super().__init__(inner.manifest.model_copy(update={"topology": topology}), inner.folder)
+
+    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
+        merged = dict(params or {})
+        for key, value in self.overrides.items():
+            if isinstance(value, list):
+                merged[key] = sorted(set(merged.get(key, [])) | set(value))
+            else:
+                merged[key] = value
+        return self.inner.parse_params(merged)
+
+    def system_prompt(self, params: BaseModel) -> str:
+        return self.inner.system_prompt(params)
+
+    def generate(self, params, split, seed, index) -> Task:
+        return self.inner.generate(params, split, seed, index)
+
+    def make_world(self, task: Task) -> World:
+        return self.inner.make_world(task)
+
+    def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
+        return self.inner.score(task, final_answer, world)
+
+    def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
+        return self.inner.oracle(task, messages, variant)
+
+
+def _needs_param(suite: Suite, field: str, transform: str) -> None:
+    from topoeval.errors import UserError
+
+    if field not in suite.Params.model_fields:
+        raise UserError(f"transform '{transform}' does not apply to suite '{suite.name}' (it has no '{field}' parameter)")
+
+
+def hide_slots(suite: Suite, args: dict[str, Any]) -> Suite:
+    _needs_param(suite, "hide", "hide_slots")
+    return ParamsOverrideSuite(suite, {"hide": list(args.get("slots", []))}, {"user": "hidden_slots"})
+
+
+def shuffle_priority(suite: Suite, args: dict[str, Any]) -> Suite:
+    _needs_param(suite, "priority_seed", "shuffle_priority")
+    return ParamsOverrideSuite(suite, {"priority_seed": int(args.get("seed", 0))}, {"ordering": "partial_order"})
+
+
 Transform = Callable[[Suite, dict[str, Any]], Suite]
 
 #: name -> (function, axis it moves)
@@ -223,6 +277,8 @@ _REGISTRY: dict[str, tuple[Transform, str]] = {
     "rename_tools": (rename_tools, "schema"),
     "rename_args": (rename_args, "schema"),
     "distractor_tools": (distractor_tools, "schema"),
+    "hide_slots": (hide_slots, "user"),
+    "shuffle_priority": (shuffle_priority, "ordering"),
 }
 
 

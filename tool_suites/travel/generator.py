@@ -108,16 +108,24 @@ def _flights(rng: random.Random, dates: list[str], per_date: int) -> list[Flight
     return flights
 
 
-def generate(rng: random.Random, split_pool: int, n_pools: int, family: str) -> Scenario:
-    """A scenario of ``family`` whose target exists and whose trap (if any) differs from it."""
+def generate(
+    rng: random.Random, split_pool: int, n_pools: int, family: str,
+    force_hidden: tuple[str, ...] = (), priority_rng: random.Random | None = None,
+) -> Scenario:
+    """A scenario of ``family`` whose target exists and whose trap (if any) differs from it.
+
+    ``force_hidden`` slots are hidden on every family but trade-offs (the ``hide_slots``
+    transform); ``priority_rng`` re-draws trade-off priority orders (``shuffle_priority``).
+    """
     for _ in range(2000):
-        sc = _draw(rng, split_pool, n_pools, family)
+        sc = _draw(rng, split_pool, n_pools, family, force_hidden, priority_rng)
         if sc is not None and _well_formed(sc):
             return sc
     raise RuntimeError(f"could not generate a '{family}' travel task")
 
 
-def _draw(rng: random.Random, split_pool: int, n_pools: int, family: str) -> Scenario | None:
+def _draw(rng: random.Random, split_pool: int, n_pools: int, family: str,
+          force_hidden: tuple[str, ...] = (), priority_rng: random.Random | None = None) -> Scenario | None:
     origin = rng.choice(ORIGINS[split_pool::n_pools])
     destination = rng.choice(DESTINATIONS)
     start = date(2027, rng.randrange(1, 13), rng.randrange(1, 20))
@@ -131,6 +139,8 @@ def _draw(rng: random.Random, split_pool: int, n_pools: int, family: str) -> Sce
     priority = list(CONSTRAINTS)
     if family == "tradeoff":
         rng.shuffle(priority)
+        if priority_rng is not None:
+            priority_rng.shuffle(priority)
     preferred = list(cands)
     events: list[dict[str, str]] = []
     avoid: list[str] = []
@@ -154,6 +164,8 @@ def _draw(rng: random.Random, split_pool: int, n_pools: int, family: str) -> Sce
         hidden = rng.sample(["budget", "airline", "dates"], rng.choice((1, 2)))
     elif family in ("events", "flexible") and rng.random() < 0.5:
         hidden = [rng.choice(["budget", "airline"])]
+    if family != "tradeoff" and force_hidden:
+        hidden = [s for s in ("budget", "airline", "dates") if s in hidden or s in force_hidden]
     if "airline" in hidden and airline is None:
         airline = rng.choice(list(AIRLINES.values()))
     return Scenario(family, origin, destination, month, cands, preferred, budget, airline, priority,

@@ -30,6 +30,10 @@ class TravelParams(BaseModel):
     )
     hold_ttl: int = Field(default=10, ge=2, le=100, description="Calls after which an unpaid hold expires.")
     cancel_fee: float = Field(default=0.2, ge=0.0, le=1.0, description="Share of the price kept when cancelling.")
+    hide: list[Literal["budget", "airline", "dates"]] = Field(
+        default_factory=list, description="Slots hidden behind the user on every family but trade-offs (hide_slots)."
+    )
+    priority_seed: int | None = Field(default=None, description="Re-draws trade-off priority orders (shuffle_priority).")
 
 
 SYSTEM_PROMPT = (
@@ -50,7 +54,9 @@ class TravelSuite(Suite):
     def generate(self, params: TravelParams, split, seed: int, index: int) -> Task:
         s = task_seed(self.name, params, split, seed, index)
         family = params.families[index % len(params.families)]
-        sc = generator.generate(random.Random(s), SPLITS.index(split), len(SPLITS), family)
+        priority_rng = None if params.priority_seed is None else random.Random(f"{params.priority_seed}:{s}")
+        sc = generator.generate(random.Random(s), SPLITS.index(split), len(SPLITS), family,
+                                tuple(params.hide), priority_rng)
         given, hidden = tasks.slots(sc)
         expected, allow = tasks.expected_state(sc)
         return Task(
