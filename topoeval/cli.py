@@ -136,18 +136,19 @@ def protocols() -> None:
 
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
-    """Print success ± std, dq and each decision-quality dimension, ID against OOD."""
+    """Print success ± std, dq and each dimension, ID against OOD; rewrite report.md, plots and report.html."""
     from topoeval.report import print_quality_table, print_success_table
     from topoeval.runner.store import read_json
 
-    from topoeval.report_md import write_report_md
+    from topoeval.report_files import write_run_reports
+    from topoeval.runner.store import read_episodes
 
     summary = read_json(run_dir / "summary.json")
     console = _console()
     print_success_table(summary, console)
     print_quality_table(summary, console)
-    write_report_md(summary, run_dir / "report.md")
-    console.print(f"wrote {run_dir / 'report.md'}")
+    written = write_run_reports(summary, read_episodes(run_dir), run_dir)
+    console.print("wrote " + ", ".join(p.name for p in written))
 
 
 @app.command()

@@ -7,7 +7,8 @@ few-shot demonstrations recover. One entry per model x baseline.
 - ``fewshot_recovery`` (k-shot entries): (S_ood(k) − S_ood(0)) / gap(0), the share of the zero-shot
   gap that k demonstrations close (null when the zero-shot gap is 0);
 - ``dimension_collapse``: per OOD topology, ID − OOD for dq and each decision-quality dimension
-  (over the tasks where it applies; null where it applies on one side only) and ``falls_most``.
+  (over the tasks where it applies; null where it applies on one side only) and ``falls_most``
+  (the dimension with the largest positive drop; null when none falls).
 Every number traces back to the cells' ``episode_ids``.
 """
 
@@ -59,7 +60,8 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
                 a = _avg([_mean(topo.get(i), dim) for i in ids])
                 b = _mean(topo.get(t), dim)
                 drops[dim] = a - b if a is not None and b is not None else None
-            worst = max((d for d in DIMENSIONS if drops[d] is not None), key=lambda d: drops[d], default=None)
+            falling = [d for d in DIMENSIONS if drops[d] is not None and drops[d] > 0]
+            worst = max(falling, key=lambda d: drops[d], default=None)
             entry["dimension_collapse"][t] = {**drops, "falls_most": worst}
         if base_model and base_model != model and (base_model, baseline) in by_key:
             base = by_key[(base_model, baseline)]

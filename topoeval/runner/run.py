@@ -23,7 +23,7 @@ from topoeval.protocol import Protocol
 from topoeval.protocol_loader import load_protocol, protocol_hash
 from topoeval.runner.episode import episode_id, episode_key, run_episode
 from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json, write_json
-from topoeval.report_md import write_report_md
+from topoeval.report_files import write_run_reports
 from topoeval.summary import build_summary
 from topoeval.topology import ResolvedTopology, resolve, task_set_hash
 
@@ -193,7 +193,7 @@ async def arun_protocol(
         base_model=protocol.base_model,
     )
     write_json(run_dir / "summary.json", summary)
-    write_report_md(summary, run_dir / "report.md")
+    write_run_reports(summary, records, run_dir)
     meta["ended"] = _now()
     write_json(run_dir / RUN_JSON, meta)
     errors = sum(1 for r in records if r["status"] == "error")

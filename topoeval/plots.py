@@ -1,0 +1,79 @@
+"""PNG plots of a run (matplotlib, headless): few-shot recovery and per-dimension ID vs OOD."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from topoeval.collapse import QUALITY
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _shots(baseline: str) -> int:
+    m = re.match(r"(\d+)-shot", baseline)
+    return int(m.group(1)) if m else 0
+
+
+def plot_fewshot(summary: dict[str, Any], path: Path) -> Path | None:
+    """Success against shots k: one line per model x OOD topology, with the model's S_id dashed."""
+    collapse = summary.get("collapse") or []
+    if len({e["baseline"] for e in collapse}) < 2:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
+    for model in dict.fromkeys(e["model"] for e in collapse):
+        entries = sorted((e for e in collapse if e["model"] == model), key=lambda e: _shots(e["baseline"]))
+        ks = [_shots(e["baseline"]) for e in entries]
+        for topo in entries[0]["S_ood"]:
+            ax.plot(ks, [e["S_ood"].get(topo) or 0.0 for e in entries], marker="o", label=f"{model} · {topo}")
+        ax.plot(ks, [e["S_id"] or 0.0 for e in entries], linestyle="--", alpha=0.6, label=f"{model} · ID")
+    ax.set_xlabel("demonstrations (k)")
+    ax.set_ylabel("success")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("few-shot recovery")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_dimensions(summary: dict[str, Any], path: Path) -> Path | None:
+    """Zero-shot ID vs OOD bars of dq and each dimension, one panel per model."""
+    cells = [c for c in summary["cells"] if c["baseline"] == "0-shot"] or summary["cells"]
+    models = list(dict.fromkeys(c["model"] for c in cells))
+    if not models:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.4), dpi=110, squeeze=False)
+    for ax, model in zip(axes[0], models):
+        mine = [c for c in cells if c["model"] == model]
+        for offset, role in ((-0.2, "id"), (0.2, "ood")):
+            values = []
+            for dim in QUALITY:
+                stats = [c["metrics"].get(dim, {}).get("mean") for c in mine if c["role"] == role]
+                stats = [s for s in stats if s is not None]
+                values.append(sum(stats) / len(stats) if stats else 0.0)
+            ax.bar([i + offset for i in range(len(QUALITY))], values, width=0.4, label=role.upper())
+        ax.set_xticks(range(len(QUALITY)), QUALITY, rotation=30, fontsize=7)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(model, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_plots(summary: dict[str, Any], run_dir: Path) -> list[Path]:
+    out = [plot_fewshot(summary, run_dir / "plot_fewshot.png"), plot_dimensions(summary, run_dir / "plot_dimensions.png")]
+    return [p for p in out if p is not None]

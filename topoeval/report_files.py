@@ -1,0 +1,18 @@
+"""Everything a run folder shows a person: report.md, the PNG plots and report.html."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from topoeval.plots import write_plots
+from topoeval.report_html import write_report_html
+from topoeval.report_md import write_report_md
+
+
+def write_run_reports(summary: dict[str, Any], records: list[dict[str, Any]], run_dir: Path) -> list[Path]:
+    """Write report.md, plot_*.png and report.html into ``run_dir``; returns the paths written."""
+    write_report_md(summary, run_dir / "report.md")
+    plots = write_plots(summary, run_dir)
+    html = write_report_html(summary, records, run_dir, plots)
+    return [run_dir / "report.md", *plots, html]
