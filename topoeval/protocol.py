@@ -48,6 +48,9 @@ class TopologySpec(_Strict):
     role: Literal["id", "ood", "ladder"] | None = Field(
         default=None, description="For test topologies: in distribution, out of distribution, or a ladder step."
     )
+    axis: str | None = Field(
+        default=None, description="Ladder steps: the axis this step moves (state, user, reversibility, ...)."
+    )
     n_tasks: NonNegativeInt | None = Field(
         default=None, description="Override of the protocol's test task count for this topology."
     )
@@ -123,6 +126,10 @@ class Protocol(_Strict):
     sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters for model backends.")
     metrics: list[str] = Field(default_factory=lambda: ["success"], description="Metrics shown in reports.")
     base_model: str | None = Field(default=None, description="The untrained base model, for transfer vs. base.")
+    ladder: list[TopologySpec] = Field(
+        default_factory=list,
+        description="Ordered steps from the train topology toward the OOD one, each moving one axis (role: ladder).",
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -133,5 +140,5 @@ class Protocol(_Strict):
         return metrics
 
     def topologies(self) -> list[TopologySpec]:
-        """Every evaluated topology, in protocol order."""
-        return list(self.test)
+        """Every evaluated topology: the test topologies, then the ladder steps in order."""
+        return list(self.test) + [t.model_copy(update={"role": "ladder"}) for t in self.ladder]

@@ -81,8 +81,15 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
     if not any(t.role == "id" for t in protocol.test):
         errors.append((("test",), "needs at least one topology with role: id (the test split of the train topology)"))
 
+    for i, step in enumerate(protocol.ladder):
+        if step.name in seen:
+            errors.append((("ladder", i, "name"), f"duplicate topology name '{step.name}'"))
+        seen.setdefault(step.name, i)
+        if step.role not in (None, "ladder"):
+            errors.append((("ladder", i, "role"), "ladder steps take no role (or role: ladder)"))
     entries: list[tuple[Loc, Any]] = [(("train",), protocol.train)]
     entries += [(("test", i), t) for i, t in enumerate(protocol.test)]
+    entries += [(("ladder", i), t) for i, t in enumerate(protocol.ladder)]
     transforms = known_transforms()
     for loc, topo in entries:
         if topo.suite not in registry:

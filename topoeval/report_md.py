@@ -71,6 +71,15 @@ def render_report_md(summary: dict[str, Any]) -> str:
                 worst = e["dimension_collapse"].get(t, {}).get("falls_most") or "—"
                 lines.append(_row([e["model"], e["baseline"], _f(e["S_id"]), t, _f(s), _f(e["transfer_ratio"][t]),
                                    _f(e["gap"][t]), _f(rec), worst]))
+    ladders = summary.get("ladder") or []
+    if ladders:
+        steps = [p["topology"] + (f" ({p['axis']})" if p["axis"] else "") for p in ladders[0]["metrics"]["success"]["curve"]]
+        lines += ["", "## Ladder", "", _row(["model", "baseline", "metric", *steps, "shape", "breaking axis"]),
+                  _row(["---"] * (5 + len(steps)))]
+        for e in ladders:
+            for metric, m in e["metrics"].items():
+                lines.append(_row([e["model"], e["baseline"], metric, *(_f(p["mean"]) for p in m["curve"]),
+                                   m["shape"], m["breaking_axis"] or "—"]))
     return "\n".join(lines) + "\n"
 
 

@@ -49,9 +49,10 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
 
 
 def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None,
-                  base_model: str | None = None) -> dict:
+                  base_model: str | None = None, ladder_steps: list[tuple[str, str | None]] | None = None) -> dict:
     from topoeval.collapse import build_collapse
+    from topoeval.ladder import build_ladders
 
     cells = build_cells(records, order)
     return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": cells,
-            "collapse": build_collapse(cells, base_model)}
+            "collapse": build_collapse(cells, base_model), "ladder": build_ladders(cells, ladder_steps or [])}

@@ -31,9 +31,8 @@ class ResolvedTopology:
 
 
 def resolve(spec: TopologySpec, registry: SuiteRegistry) -> ResolvedTopology:
-    suite = registry.get(spec.suite)
-    params = suite.parse_params(spec.params)
-    return ResolvedTopology(spec=spec, suite=apply_transforms(suite, spec.transforms), params=params)
+    suite = apply_transforms(registry.get(spec.suite), spec.transforms)
+    return ResolvedTopology(spec=spec, suite=suite, params=suite.parse_params(spec.params))
 
 
 def task_set_hash(task_sets: dict[str, list[Task]]) -> str:

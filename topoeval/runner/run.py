@@ -190,7 +190,7 @@ async def arun_protocol(
     summary = build_summary(
         protocol.name, records, order,
         extra={"run_id": run_dir.name, "protocol_sha256": p_hash, "task_set_sha256": t_hash},
-        base_model=protocol.base_model,
+        base_model=protocol.base_model, ladder_steps=_ladder_steps(protocol),
     )
     write_json(run_dir / "summary.json", summary)
     write_run_reports(summary, records, run_dir)
@@ -198,6 +198,14 @@ async def arun_protocol(
     write_json(run_dir / RUN_JSON, meta)
     errors = sum(1 for r in records if r["status"] == "error")
     return RunResult(run_dir=run_dir, summary=summary, new_episodes=new, reused_episodes=reused, errors=errors)
+
+
+def _ladder_steps(protocol: Protocol) -> list[tuple[str, str | None]]:
+    """The ladder curve's x axis: the (first) ID topology, then each ladder step with its axis."""
+    if not protocol.ladder:
+        return []
+    start = next(t.name for t in protocol.test if t.role == "id")
+    return [(start, None), *((s.name, s.axis or s.name) for s in protocol.ladder)]
 
 
 def _only_shots(protocol: Protocol, shots: list[int]) -> Protocol:

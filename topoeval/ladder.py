@@ -1,0 +1,76 @@
+"""Ladders: score against step, and the named shape of the collapse.
+
+A ladder is an ordered list of topologies from the train topology toward the OOD one, each step
+moving one axis. For every model x baseline and every metric (success, dq, each dimension) the
+curve is the cell mean per step, and its shape is named by this rule, checked in order:
+
+- ``recovers``: some step regains at least 2 × std over the lowest value before it;
+- ``flat``: the total drop (first step − last step) is below 2 × std;
+- ``cliff``: one step carries at least 60 % of the total drop (its axis is named);
+- ``steps``: two or more steps each carry at least 25 % of it;
+- ``linear``: otherwise (a spread-out, monotone-enough decline).
+
+std is the largest across-sample std of the curve's cells (0 with one sample, so then only an
+exactly unchanged curve is flat). ``breaking_axis`` is the axis of the largest single drop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topoeval.collapse import QUALITY
+
+CLIFF_SHARE = 0.6
+STEP_SHARE = 0.25
+EPS = 1e-9
+
+
+def name_shape(values: list[float], axes: list[str | None], std: float) -> dict[str, Any]:
+    """The shape of one curve (``axes[i]`` is the axis moved by step i; step 0 is the start)."""
+    noise = 2 * std
+    drops = [values[i - 1] - values[i] for i in range(1, len(values))]
+    total = values[0] - values[-1]
+    breaking = None
+    if drops and max(drops) > EPS:
+        breaking = axes[1 + max(range(len(drops)), key=lambda i: drops[i])]
+    lowest = values[0]
+    for v in values[1:]:
+        if v - lowest >= noise + EPS and lowest < values[0] - EPS:
+            return {"shape": "recovers", "breaking_axis": breaking}
+        lowest = min(lowest, v)
+    if total < noise + EPS:
+        return {"shape": "flat", "breaking_axis": None}
+    shares = [d / total for d in drops]
+    big = max(range(len(shares)), key=lambda i: shares[i])
+    if shares[big] >= CLIFF_SHARE:
+        return {"shape": f"cliff at {axes[1 + big]}", "breaking_axis": breaking}
+    if sum(1 for s in shares if s >= STEP_SHARE) >= 2:
+        return {"shape": "steps", "breaking_axis": breaking}
+    return {"shape": "linear", "breaking_axis": breaking}
+
+
+def build_ladders(cells: list[dict[str, Any]], steps: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+    """One entry per model x baseline: the curve and shape of every metric along ``steps``.
+
+    ``steps`` = [(topology name, axis)], the first being the ladder's start.
+    """
+    if len(steps) < 2:
+        return []
+    by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for c in cells:
+        by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c
+    out = []
+    for (model, baseline), per in by_key.items():
+        if not all(name in per for name, _ in steps):
+            continue
+        entry: dict[str, Any] = {"model": model, "baseline": baseline, "metrics": {}}
+        for metric in ("success", *QUALITY):
+            stats = [per[name]["metrics"].get(metric) or {} for name, _ in steps]
+            if any(s.get("mean") is None for s in stats):
+                continue
+            curve = [{"topology": name, "axis": axis, "mean": s["mean"], "ci95": s.get("ci95")}
+                     for (name, axis), s in zip(steps, stats)]
+            std = max(s.get("std") or 0.0 for s in stats)
+            entry["metrics"][metric] = {"curve": curve, **name_shape([s["mean"] for s in stats], [a for _, a in steps], std)}
+        out.append(entry)
+    return out
