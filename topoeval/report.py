@@ -15,7 +15,7 @@ def fmt_stat(stat: dict[str, Any] | None) -> str:
     return f"{stat['mean']:.2f} ± {stat['std']:.2f}" if stat.get("std") else f"{stat['mean']:.2f}"
 
 
-def _topologies(cells: list[dict[str, Any]]) -> dict[str, str]:
+def topologies_by_role(cells: list[dict[str, Any]]) -> dict[str, str]:
     """Topology -> role, ID first, then OOD, then ladder steps."""
     out: dict[str, str] = {}
     for role in ("id", "ood", "ladder"):
@@ -31,7 +31,7 @@ def print_success_table(summary: dict[str, Any], console, metric: str = "success
     from rich.table import Table
 
     cells = summary["cells"]
-    topologies = _topologies(cells)
+    topologies = topologies_by_role(cells)
     table = Table(title=f"{summary['protocol']}: {metric} (mean ± std over samples; = marks a tie)")
     table.add_column("model")
     table.add_column("baseline")
@@ -55,7 +55,7 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
     from rich.table import Table
 
     cells = summary["cells"]
-    topologies = _topologies(cells)
+    topologies = topologies_by_role(cells)
     table = Table(title=f"{summary['protocol']}: decision quality, ID vs OOD (mean, n tasks where it applies)")
     for col in ("model", "baseline", "metric"):
         table.add_column(col)

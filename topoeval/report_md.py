@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.collapse import QUALITY
+from topoeval.report import topologies_by_role
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -23,22 +24,13 @@ def _stat(stat: dict[str, Any] | None) -> str:
     return text
 
 
-def _topologies(cells: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    seen: dict[str, str] = {}
-    for role in ("id", "ood", "ladder"):
-        for c in cells:
-            if c["role"] == role:
-                seen.setdefault(c["topology"], role)
-    return list(seen.items())
-
-
 def _row(values: list[str]) -> str:
     return "| " + " | ".join(values) + " |"
 
 
 def render_report_md(summary: dict[str, Any]) -> str:
     cells = summary["cells"]
-    topos = _topologies(cells)
+    topos = list(topologies_by_role(cells).items())
     by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for c in cells:
         by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c
