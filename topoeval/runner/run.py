@@ -7,6 +7,7 @@ import hashlib
 import platform
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +40,9 @@ class RunResult:
     new_episodes: int = 0
     reused_episodes: int = 0
     errors: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Wall seconds of the run's phases: ``setup_s`` (protocol, tasks, demos), ``episodes_s``
+    #: (the episodes themselves) and ``reports_s`` (summary, report.md, plots, report.html).
+    timing: dict[str, float] = field(default_factory=dict)
 
     @property
     def cells(self) -> list[dict[str, Any]]:
@@ -113,6 +116,7 @@ async def arun_protocol(
     max_turns: int | None = None,
     max_tokens: int | None = None,
 ) -> RunResult:
+    t0 = time.perf_counter()
     registry = SuiteRegistry(suites_dirs)
     if not isinstance(protocol, Protocol):
         protocol = load_protocol(protocol, registry)
@@ -155,6 +159,8 @@ async def arun_protocol(
                             jobs.append((policy, shots, topo, task, s, key))
 
     new = 0
+    started = time.perf_counter()
+    timing: dict[str, float] = {"setup_s": started - t0}
     try:
         with _progress(progress, len(jobs)) as advance:
             sems = {p.name: asyncio.Semaphore(concurrency or p.concurrency) for p in policies}
@@ -178,6 +184,7 @@ async def arun_protocol(
                 advance()
 
             await asyncio.gather(*(one(*job) for job in jobs))
+            timing["episodes_s"] = time.perf_counter() - started
     finally:
         store.close()
         for p in policies:
@@ -193,11 +200,14 @@ async def arun_protocol(
         base_model=protocol.base_model, ladder_steps=_ladder_steps(protocol),
     )
     write_json(run_dir / "summary.json", summary)
+    reports_started = time.perf_counter()
     write_run_reports(summary, records, run_dir)
+    timing["reports_s"] = time.perf_counter() - reports_started
     meta["ended"] = _now()
     write_json(run_dir / RUN_JSON, meta)
     errors = sum(1 for r in records if r["status"] == "error")
-    return RunResult(run_dir=run_dir, summary=summary, new_episodes=new, reused_episodes=reused, errors=errors)
+    return RunResult(run_dir=run_dir, summary=summary, new_episodes=new, reused_episodes=reused, errors=errors,
+                     timing=timing)
 
 
 def _ladder_steps(protocol: Protocol) -> list[tuple[str, str | None]]:
