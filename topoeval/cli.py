@@ -197,8 +197,16 @@ def sensitivity(
         raise typer.Exit(1)
 
 
+def _terminate(signum, frame) -> None:
+    """SIGTERM ends a run like Ctrl-C: finished episodes stay on disk, servers are stopped."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
-    """Entry point: one-line errors for user mistakes, resumable message on Ctrl-C."""
+    """Entry point: one-line errors for user mistakes, resumable message on Ctrl-C or SIGTERM."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         rc = app(standalone_mode=False)
         if rc == 130:  # typer turns KeyboardInterrupt into exit code 130

@@ -157,7 +157,7 @@ def _wait_for_lines(path, n, proc, timeout=60):
     raise AssertionError("run made no progress")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
 def test_killed_run_resumes_with_every_episode_exactly_once(tmp_path, echo_protocol, fixture_suites, topoeval_cmd, sig):
     out = tmp_path / "run"
     proto = echo_protocol(n=20, delay=0.05)
@@ -166,7 +166,7 @@ def test_killed_run_resumes_with_every_episode_exactly_once(tmp_path, echo_proto
     _wait_for_lines(out / "episodes.jsonl", 5, proc)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
-    if sig == signal.SIGINT:
+    if sig in (signal.SIGINT, signal.SIGTERM):
         assert proc.returncode == 130 and "run the same command again to resume" in err and "Traceback" not in err
     done_before = len(lines(out))
     assert 5 <= done_before < 40
