@@ -33,11 +33,8 @@ def next_calls(
     observations; it returns None while a placeholder cannot be filled yet.
     """
     done_calls = [(name, args) for name, args, _ in tool_results(messages)]
-    done: set[str] = set()
-    for node in plan:
-        args = resolve(node.arguments, messages) if resolve else node.arguments
-        if args is not None and (node.tool, args) in done_calls:
-            done.add(node.id)
+    resolved = {node.id: resolve(node.arguments, messages) if resolve else node.arguments for node in plan}
+    done = {node.id for node in plan if resolved[node.id] is not None and (node.tool, resolved[node.id]) in done_calls}
     pending = [n for n in plan if n.id not in done and all(d in done for d in n.depends_on)]
     if not pending:
         return None
@@ -47,7 +44,7 @@ def next_calls(
     turn = sum(1 for m in messages if m.get("role") == "assistant")
     out: list[ToolCall] = []
     for node in pending:
-        args = resolve(node.arguments, messages) if resolve else node.arguments
+        args = resolved[node.id]
         if args is None:
             continue
         out.append(ToolCall.make(f"t{turn}_{node.id}", node.tool, args))

@@ -168,30 +168,32 @@ class _TransformedWorld(World):
         return self.inner.snapshot()
 
 
-def _identity_names(suite: Suite) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+def _parts(suite: Suite) -> tuple[Suite, dict[str, str], dict[str, dict[str, str]], list[ToolSpec]]:
+    """(untransformed suite, tool renames, argument renames, distractors) — copies, safe to extend."""
     if isinstance(suite, TransformedSuite):
-        return dict(suite.tool_names), {k: dict(v) for k, v in suite.arg_names.items()}
-    return {}, {}
+        return (suite.inner, dict(suite.tool_names), {k: dict(v) for k, v in suite.arg_names.items()},
+                list(suite.distractors.values()))
+    return suite, {}, {}, []
 
 
 def rename_tools(suite: Suite, args: dict[str, Any]) -> Suite:
     rng = random.Random(args.get("seed", 0))
-    base = suite.inner if isinstance(suite, TransformedSuite) else suite
-    tools, arg_names = _identity_names(suite)
+    base, tools, arg_names, distractors = _parts(suite)
     for t in base.tools:
         tools[t.name] = rng.choice(TOOL_SYNONYMS.get(t.name, [f"{t.name}_tool"]))
-    return _rebuild(suite, tools, arg_names, {"schema_name": suite.manifest.topology.schema_name + "+renamed_tools"})
+    return _rebuild(suite, base, tools, arg_names, distractors,
+                    {"schema_name": suite.manifest.topology.schema_name + "+renamed_tools"})
 
 
 def rename_args(suite: Suite, args: dict[str, Any]) -> Suite:
     rng = random.Random(args.get("seed", 0))
-    base = suite.inner if isinstance(suite, TransformedSuite) else suite
-    tools, arg_names = _identity_names(suite)
+    base, tools, arg_names, distractors = _parts(suite)
     for t in base.tools:
         amap = arg_names.setdefault(t.name, {})
         for a in t.parameters.get("properties", {}):
             amap[a] = rng.choice(ARG_SYNONYMS.get(a, [f"{a}_value"]))
-    return _rebuild(suite, tools, arg_names, {"schema_name": suite.manifest.topology.schema_name + "+renamed_args"})
+    return _rebuild(suite, base, tools, arg_names, distractors,
+                    {"schema_name": suite.manifest.topology.schema_name + "+renamed_args"})
 
 
 def distractor_tools(suite: Suite, args: dict[str, Any]) -> Suite:
@@ -202,17 +204,13 @@ def distractor_tools(suite: Suite, args: dict[str, Any]) -> Suite:
                  parameters={"type": "object", "properties": props, "required": list(props), "additionalProperties": False})
         for name, desc, props in DISTRACTORS if name not in taken
     ][:n]
-    tools, arg_names = _identity_names(suite)
-    existing = list(suite.distractors.values()) if isinstance(suite, TransformedSuite) else []
+    base, tools, arg_names, distractors = _parts(suite)
     update = {"distractor_tools": suite.manifest.topology.distractor_tools + len(extra)}
-    return _rebuild(suite, tools, arg_names, update, existing + extra)
+    return _rebuild(suite, base, tools, arg_names, distractors + extra, update)
 
 
-def _rebuild(suite: Suite, tools: dict[str, str], arg_names: dict[str, dict[str, str]], update: dict[str, Any],
-             distractors: list[ToolSpec] | None = None) -> Suite:
-    base = suite.inner if isinstance(suite, TransformedSuite) else suite
-    if distractors is None:
-        distractors = list(suite.distractors.values()) if isinstance(suite, TransformedSuite) else []
+def _rebuild(suite: Suite, base: Suite, tools: dict[str, str], arg_names: dict[str, dict[str, str]],
+             distractors: list[ToolSpec], update: dict[str, Any]) -> Suite:
     topology = {**suite.manifest.topology.model_dump(), **update}
     return TransformedSuite(base, tools, arg_names, distractors,
                             {k: v for k, v in topology.items() if v != getattr(base.manifest.topology, k)})
