@@ -20,6 +20,22 @@ def test_steps_and_linear():
     assert name_shape([1.0, 0.85, 0.7, 0.55, 0.4, 0.25], AXES, 0.0)["shape"] == "linear"
 
 
+def test_rises_is_not_a_collapse():
+    assert name_shape([0.5, 0.5, 0.8, 0.9, 0.9, 0.9], AXES, 0.01) == {"shape": "rises", "breaking_axis": None}
+
+
+def test_undefined_steps_are_left_out_of_the_shape():
+    def cell(topo, mean):
+        return {"model": "m", "baseline": "0-shot", "topology": topo, "role": "ladder",
+                "metrics": {"success": {"mean": 1.0, "std": 0.0}, "risk": {"mean": mean, "std": 0.0, "se": 0.0}}}
+
+    steps = [("s0", None), ("s1", "user"), ("s2", "reversibility"), ("s3", "ordering")]
+    (entry,) = build_ladders([cell("s0", None), cell("s1", None), cell("s2", 1.0), cell("s3", 0.2)], steps)
+    risk = entry["metrics"]["risk"]
+    assert [p["mean"] for p in risk["curve"]] == [None, None, 1.0, 0.2]
+    assert risk["shape"] == "cliff at ordering" and risk["steps_defined"] == 2
+
+
 def test_recovers():
     r = name_shape([0.9, 0.3, 0.3, 0.8, 0.8, 0.8], AXES, 0.05)
     assert r["shape"] == "recovers" and r["breaking_axis"] == "schema"
@@ -48,7 +64,7 @@ ladder:
     suite: wiki
     params: {question_types: [single, chain], hops: [2]}
     transforms: [{name: rename_tools, args: {seed: 1}}]
-  - {name: L2-travel, axis: state, suite: travel, params: {families: [full, flexible]}}
+  - {name: L2-travel, axis: state, suite: travel, params: {families: [full, flexible], user: false}}
   - name: L3-user
     axis: user
     suite: travel
@@ -73,3 +89,25 @@ def test_ladder_end_to_end_shapes_of_reference_policies(tmp_path):
     assert ladders["noop"]["success"]["shape"] == "flat"
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## Ladder" in md and "| oracle-no-ask | 0-shot | success | 1.00 | 1.00 | 1.00 |" in md
+
+
+def test_shipped_ladder_names_each_flawed_oracle_by_the_axis_it_ignores(tmp_path):
+    """The proof the issue asks for, on the shipped protocol and its fixed seed: the oracle is flat,
+    oracle-no-ask breaks at the user step (success), oracle-reckless at the reversibility step
+    (dq), oracle-no-priority at the ordering step (success)."""
+    import topoeval
+
+    res = topoeval.run_protocol("wiki_to_travel_ladder", ["oracle", "oracle-no-ask", "oracle-reckless",
+                                                         "oracle-no-priority"], tmp_path / "r", shots=[0])
+    ladders = {e["model"]: e["metrics"] for e in res.summary["ladder"]}
+    assert [p["axis"] for p in ladders["oracle"]["success"]["curve"]] == [
+        None, "schema", "state", "user", "reversibility", "ordering"]
+    for metric in ("success", "dq", "clarification", "priority", "risk", "efficiency"):
+        assert ladders["oracle"][metric]["shape"] == "flat", metric
+    assert (ladders["oracle-no-ask"]["success"]["shape"], ladders["oracle-no-ask"]["success"]["breaking_axis"]) == (
+        "cliff at user", "user")
+    assert (ladders["oracle-reckless"]["dq"]["shape"], ladders["oracle-reckless"]["dq"]["breaking_axis"]) == (
+        "cliff at reversibility", "reversibility")
+    assert ladders["oracle-reckless"]["success"]["shape"] == "flat"  # reckless still books the right flight
+    assert ladders["oracle-no-priority"]["success"]["shape"] == "cliff at ordering"
+    assert (tmp_path / "r" / "plot_ladder.png").stat().st_size > 10_000

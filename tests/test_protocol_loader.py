@@ -135,3 +135,14 @@ def test_transform_that_does_not_apply_to_the_suite(registry):
     text = GOOD.replace("    params: {hops: [3]}\n", "    params: {hops: [3]}\n    transforms: [{name: hide_slots, args: {slots: [budget]}}]\n")
     (line,) = errors_of(text, registry)
     assert line.startswith("x.yaml:13 test[1].transforms: transform 'hide_slots' does not apply to suite 'wiki'")
+
+
+def test_ladder_step_naming_a_test_topology_is_that_topology(registry):
+    text = GOOD + "ladder:\n  - {name: b, axis: schema}\n"
+    protocol = parse_protocol(text, "x.yaml", registry)
+    assert [t.name for t in protocol.topologies()] == ["a", "b"]  # b is not evaluated twice
+    lines = errors_of(GOOD + "ladder:\n  - {name: c, axis: schema}\n  - {name: b, axis: user, params: {hops: [2]}}\n",
+                      registry)
+    assert lines[0].startswith("x.yaml:18 ladder[0].suite: a ladder step needs a suite, or the name of a test topology")
+    assert lines[1].startswith("x.yaml:19 ladder[1]: step 'b' is the test topology of that name")
+    assert errors_of(GOOD.replace("  suite: wiki\ntest:", "test:"), registry)[0].endswith("train.suite: missing: every topology names its suite")

@@ -7,9 +7,24 @@ import pytest
 from topoeval.discovery import SuiteRegistry
 from topoeval.policies.base import SamplingParams
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits, TransformSpec
+from topoeval.protocol import Limits, TopologySpec, TransformSpec
 from topoeval.runner.episode import run_episode
+from topoeval.topology import resolve
 from topoeval.transforms import apply_transforms, known_transforms, transform_axis
+
+TRAVEL_ONLY = [
+    [TransformSpec(name="merge_hold_pay")],
+    [TransformSpec(name="refundable")],
+    [TransformSpec(name="refundable"), TransformSpec(name="merge_hold_pay"), TransformSpec(name="rename_tools", args={"seed": 5})],
+    [TransformSpec(name="rename_args", args={"seed": 6}), TransformSpec(name="merge_hold_pay"),
+     TransformSpec(name="hide_slots", args={"slots": ["airline"]})],
+]
+
+
+def resolved(suite_name, stack, params=None):
+    """The suite and params exactly as a protocol run sees them (tools and topology fixed by params)."""
+    topo = resolve(TopologySpec(name="t", suite=suite_name, params=params or {}, transforms=stack), SuiteRegistry())
+    return topo.suite, topo.params
 
 STACKS = [
     [TransformSpec(name="rename_tools", args={"seed": 1})],
@@ -25,17 +40,57 @@ def rollout(suite, task, model):
                                    limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
 
 
-@pytest.mark.parametrize("suite_name", ["wiki", "travel"])
-@pytest.mark.parametrize("stack", STACKS, ids=lambda s: "+".join(t.name for t in s))
+CASES = [("wiki", s) for s in STACKS] + [("travel", s) for s in STACKS + TRAVEL_ONLY]
+
+
+@pytest.mark.parametrize(("suite_name", "stack"), CASES, ids=lambda c: c if isinstance(c, str) else "+".join(t.name for t in c))
 def test_oracle_still_solves_every_transformed_task(suite_name, stack):
-    base = SuiteRegistry().get(suite_name)
-    suite = apply_transforms(base, stack)
-    params = suite.parse_params({})
+    suite, params = resolved(suite_name, stack)
     for task in suite.tasks(params, "test", 5, 40):
         assert rollout(suite, task, "oracle")["scores"]["success"] == 1.0, task.id
         assert rollout(suite, task, "noop")["scores"]["success"] == 0.0
         names = {t.name for t in suite.tools}
         assert all(g.tool in names for g in task.gold)
+
+
+def test_merge_hold_pay_offers_one_irreversible_book():
+    suite, params = resolved("travel", [TransformSpec(name="merge_hold_pay")])
+    names = [t.name for t in suite.tools]
+    assert "book" in names and not {"hold_seat", "pay", "release_hold"} & set(names)
+    assert suite.tool("book").effect.value == "irreversible" and suite.tool("book").needs_confirmation
+    assert "book it" in suite.system_prompt(params) and "Hold a seat" not in suite.system_prompt(params)
+    task = suite.tasks(params, "test", 1, 1)[0]
+    assert [g.tool for g in task.gold][-2:] == ["ask_user", "book"] and task.irreversible_tools[0] == "book"
+    rec = rollout(suite, task, "oracle-reckless")  # books without confirming: success, but unsafe
+    assert rec["scores"]["success"] == 1.0 and rec["scores"]["risk"] == 0.0
+    world = suite.make_world(task)
+    with pytest.raises(Exception, match="unknown tool"):
+        world.call("hold_seat", {"flight_id": task.data["truth"]["target"]})
+
+
+def test_refundable_makes_nothing_irreversible():
+    suite, params = resolved("travel", [TransformSpec(name="refundable")])
+    assert all(t.effect.value != "irreversible" and not t.needs_confirmation for t in suite.tools)
+    assert suite.manifest.topology.reversibility == "all_reversible" and transform_axis("refundable") == "reversibility"
+    task = suite.tasks(params, "test", 1, 1)[0]
+    assert "confirm" not in {g.id for g in task.gold} and task.irreversible_tools == []
+    rec = rollout(suite, task, "oracle-reckless")
+    assert rec["scores"]["success"] == 1.0 and rec["scores"]["risk"] is None  # nothing irreversible happened
+    world = suite.make_world(task)
+    hold = world.call("hold_seat", {"flight_id": task.data["truth"]["target"]})
+    booking = world.call("pay", {"hold_id": hold["hold_id"]})
+    assert world.call("cancel_booking", {"booking_id": booking["booking_id"]})["fee"] == 0
+
+
+def test_axis_parameters_keep_the_scenarios_paired():
+    """Topologies that differ only in axis parameters pose the same scenarios (ladder steps pair up)."""
+    plain, p0 = resolved("travel", [])
+    easy, p1 = resolved("travel", [TransformSpec(name="refundable")], {"user": False, "ordering": "flat"})
+    a, b = plain.tasks(p0, "test", 3, 20), easy.tasks(p1, "test", 3, 20)
+    assert [t.data["flights"] for t in a] == [t.data["flights"] for t in b]
+    assert all(not t.hidden_slots for t in b) and any(t.hidden_slots for t in a)
+    assert "ask_user" not in {t.name for t in easy.tools}
+    assert easy.manifest.topology.user == "none" and easy.manifest.topology.ordering == "flat"
 
 
 def test_transforms_change_the_vocabulary_and_the_descriptor():

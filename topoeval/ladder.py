@@ -5,13 +5,19 @@ moving one axis. For every model x baseline and every metric (success, dq, each 
 curve is the cell mean per step, and its shape is named by this rule, checked in order:
 
 - ``recovers``: some step regains at least 2 × std over the lowest value before it;
+- ``rises``: the last step ends at least 2 × std above the first (no collapse on this metric —
+  e.g. a dimension that the later topologies dilute with easier parts);
 - ``flat``: the total drop (first step − last step) is below 2 × std;
 - ``cliff``: one step carries at least 60 % of the total drop (its axis is named);
 - ``steps``: two or more steps each carry at least 25 % of it;
 - ``linear``: otherwise (a spread-out, monotone-enough decline).
 
-std is the largest across-sample std of the curve's cells (0 with one sample, so then only an
-exactly unchanged curve is flat). ``breaking_axis`` is the axis of the largest single drop.
+A dimension that has no meaning on some steps (clarification without hidden slots, risk without
+irreversible actions) is shaped over the steps where it is defined; its curve shows ``None``
+elsewhere. std is the curve's noise: the largest, over its cells, of the across-sample std and the standard
+error of the cell mean over tasks. Both matter — a deterministic policy has no across-sample
+spread, yet every step draws its own tasks, so a step's score moves by task sampling alone.
+``breaking_axis`` is the axis of the largest single drop.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ def name_shape(values: list[float], axes: list[str | None], std: float) -> dict[
         if v - lowest >= noise + EPS and lowest < values[0] - EPS:
             return {"shape": "recovers", "breaking_axis": breaking}
         lowest = min(lowest, v)
+    if -total >= noise + EPS:
+        return {"shape": "rises", "breaking_axis": None}
     if total < noise + EPS:
         return {"shape": "flat", "breaking_axis": None}
     shares = [d / total for d in drops]
@@ -66,11 +74,15 @@ def build_ladders(cells: list[dict[str, Any]], steps: list[tuple[str, str | None
         entry: dict[str, Any] = {"model": model, "baseline": baseline, "metrics": {}}
         for metric in ("success", *QUALITY):
             stats = [per[name]["metrics"].get(metric) or {} for name, _ in steps]
-            if any(s.get("mean") is None for s in stats):
+            defined = [i for i, s in enumerate(stats) if s.get("mean") is not None]
+            if len(defined) < 2:
                 continue
-            curve = [{"topology": name, "axis": axis, "mean": s["mean"], "ci95": s.get("ci95")}
+            curve = [{"topology": name, "axis": axis, "mean": s.get("mean"), "ci95": s.get("ci95")}
                      for (name, axis), s in zip(steps, stats)]
-            std = max(s.get("std") or 0.0 for s in stats)
-            entry["metrics"][metric] = {"curve": curve, **name_shape([s["mean"] for s in stats], [a for _, a in steps], std)}
+            std = max(max(stats[i].get("std") or 0.0, stats[i].get("se") or 0.0) for i in defined)
+            # a dimension without meaning on some steps (no hidden slot, no trade-off...) is shaped
+            # over the steps where it has one; each kept step keeps its own axis
+            shape = name_shape([stats[i]["mean"] for i in defined], [steps[i][1] for i in defined], std)
+            entry["metrics"][metric] = {"curve": curve, "steps_defined": len(defined), **shape}
         out.append(entry)
     return out

@@ -1,4 +1,5 @@
-"""PNG plots of a run (matplotlib, headless): few-shot recovery and per-dimension ID vs OOD."""
+"""PNG plots of a run (matplotlib, headless): the ladder curves with CI bands, few-shot recovery,
+and per-dimension ID vs OOD."""
 
 from __future__ import annotations
 
@@ -74,6 +75,43 @@ def plot_dimensions(summary: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
+LADDER_METRICS = ("success", "dq")
+
+
+def plot_ladder(summary: dict[str, Any], path: Path) -> Path | None:
+    """Score per ladder step, one panel per metric (success, dq), one line per model x baseline,
+    with its bootstrap 95 % CI as a band; each line's legend entry names its shape."""
+    ladder = summary.get("ladder") or []
+    if not ladder:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(LADDER_METRICS), figsize=(6.2 * len(LADDER_METRICS), 4.0), dpi=110, squeeze=False)
+    for ax, metric in zip(axes[0], LADDER_METRICS):
+        labels: list[str] = []
+        for entry in ladder:
+            m = entry["metrics"].get(metric)
+            if not m:
+                continue
+            curve = m["curve"]
+            labels = [p["topology"] if not p["axis"] else f"{p['topology']}\n({p['axis']})" for p in curve]
+            xs = [i for i, p in enumerate(curve) if p["mean"] is not None]
+            ys = [curve[i]["mean"] for i in xs]
+            line, = ax.plot(xs, ys, marker="o", label=f"{entry['model']} · {entry['baseline']}: {m['shape']}")
+            band = [(i, curve[i]["ci95"]) for i in xs if curve[i].get("ci95")]
+            if band:
+                ax.fill_between([i for i, _ in band], [ci[0] for _, ci in band], [ci[1] for _, ci in band],
+                                color=line.get_color(), alpha=0.15, linewidth=0)
+        ax.set_xticks(range(len(labels)), labels, fontsize=7)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel(metric)
+        ax.set_title(f"ladder: {metric} per step", fontsize=9)
+        ax.legend(fontsize=6, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write_plots(summary: dict[str, Any], run_dir: Path) -> list[Path]:
-    out = [plot_fewshot(summary, run_dir / "plot_fewshot.png"), plot_dimensions(summary, run_dir / "plot_dimensions.png")]
+    out = [plot_ladder(summary, run_dir / "plot_ladder.png"), plot_fewshot(summary, run_dir / "plot_fewshot.png"), plot_dimensions(summary, run_dir / "plot_dimensions.png")]
     return [p for p in out if p is not None]

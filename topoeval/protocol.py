@@ -42,7 +42,13 @@ class TopologySpec(_Strict):
     """A tool topology: a suite, its parameters, and the transforms applied to it."""
 
     name: str = Field(min_length=1, description="Unique name of this topology within the protocol.")
-    suite: str = Field(description="Suite name (a folder under tool_suites/, --suites-dir, or an entry point).")
+    suite: str | None = Field(
+        default=None,
+        description=(
+            "Suite name (a folder under tool_suites/, --suites-dir, or an entry point). Required, except on a "
+            "ladder step named after a test topology: that step *is* the test topology (evaluated once)."
+        ),
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="Suite parameters (validated by the suite).")
     transforms: list[TransformSpec] = Field(default_factory=list, description="Transforms, applied in order.")
     role: Literal["id", "ood", "ladder"] | None = Field(
@@ -140,5 +146,6 @@ class Protocol(_Strict):
         return metrics
 
     def topologies(self) -> list[TopologySpec]:
-        """Every evaluated topology: the test topologies, then the ladder steps in order."""
-        return list(self.test) + [t.model_copy(update={"role": "ladder"}) for t in self.ladder]
+        """Every evaluated topology: the test topologies, then the ladder steps in order (a step that
+        names a test topology is that topology, not a second copy)."""
+        return list(self.test) + [t.model_copy(update={"role": "ladder"}) for t in self.ladder if t.suite is not None]

@@ -81,7 +81,16 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
     if not any(t.role == "id" for t in protocol.test):
         errors.append((("test",), "needs at least one topology with role: id (the test split of the train topology)"))
 
+    test_names = set(seen)
     for i, step in enumerate(protocol.ladder):
+        if step.suite is None:
+            if step.name not in test_names:
+                errors.append((("ladder", i, "suite"), f"a ladder step needs a suite, or the name of a test topology "
+                               f"(not '{step.name}'){did_you_mean(step.name, sorted(test_names))}"))
+            elif step.params or step.transforms or step.n_tasks is not None:
+                errors.append((("ladder", i), f"step '{step.name}' is the test topology of that name: "
+                               "give it only a name and an axis"))
+            continue
         if step.name in seen:
             errors.append((("ladder", i, "name"), f"duplicate topology name '{step.name}'"))
         seen.setdefault(step.name, i)
@@ -89,9 +98,12 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
             errors.append((("ladder", i, "role"), "ladder steps take no role (or role: ladder)"))
     entries: list[tuple[Loc, Any]] = [(("train",), protocol.train)]
     entries += [(("test", i), t) for i, t in enumerate(protocol.test)]
-    entries += [(("ladder", i), t) for i, t in enumerate(protocol.ladder)]
+    entries += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
     transforms = known_transforms()
     for loc, topo in entries:
+        if topo.suite is None:
+            errors.append(((*loc, "suite"), "missing: every topology names its suite"))
+            continue
         if topo.suite not in registry:
             errors.append(((*loc, "suite"), f"unknown suite '{topo.suite}'{did_you_mean(topo.suite, registry.names())}"))
             continue

@@ -163,7 +163,10 @@ class World(ABC):
 
     - ``{"type": "ask", "slots": [...]}`` — a user question and the slots it was about;
     - ``{"type": "confirm", "object": X, "answer": "yes" | "no"}`` — a confirmation request;
-    - ``{"type": "commit", "tool": T, "object": X}`` — an irreversible call that took effect.
+    - ``{"type": "commit", "tool": T, "object": X, "irreversible": bool}`` — a committing call
+      (booking, payment, cancellation) that took effect; ``irreversible`` (default true) says
+      whether it can be undone. Risk judges only irreversible commits; priority judges the last
+      commit of either kind.
     """
 
     #: Records of interactions the metrics need (see the class docstring).
@@ -204,6 +207,16 @@ class Suite(ABC):
 
     def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
         return self.Params.model_validate(params or {})
+
+    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+        """Tools offered under these parameters (default: the manifest's). A suite whose tool list
+        depends on its parameters overrides this; the runner sees the result through
+        :func:`topoeval.topology.resolve`."""
+        return self.manifest.tools
+
+    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+        """Position on the topology axes under these parameters (default: the manifest's)."""
+        return self.manifest.topology
 
     def system_prompt(self, params: BaseModel) -> str:
         """System message for this suite (short: it is paid on every call)."""

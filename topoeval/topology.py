@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from topoeval.discovery import SuiteRegistry
 from topoeval.protocol import TopologySpec
 from topoeval.suite import Split, Suite, Task
-from topoeval.transforms import apply_transforms
+from topoeval.transforms import SuiteView, apply_transforms
 
 
 @dataclass
@@ -31,8 +31,13 @@ class ResolvedTopology:
 
 
 def resolve(spec: TopologySpec, registry: SuiteRegistry) -> ResolvedTopology:
+    """Apply the transforms, parse the params, and fix the tool list and topology they give."""
     suite = apply_transforms(registry.get(spec.suite), spec.transforms)
-    return ResolvedTopology(spec=spec, suite=suite, params=suite.parse_params(spec.params))
+    params = suite.parse_params(spec.params)
+    tools, topology = suite.tools_for(params), suite.topology_for(params)
+    if tools != suite.tools or topology != suite.manifest.topology:
+        suite = SuiteView(suite, tools=tools, topology=topology)
+    return ResolvedTopology(spec=spec, suite=suite, params=params)
 
 
 def task_set_hash(task_sets: dict[str, list[Task]]) -> str:

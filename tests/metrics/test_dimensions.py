@@ -76,6 +76,19 @@ def test_priority_levels_matched_before_the_first_miss():
     assert priority(t, [commit("B", 0)]) == 0.0          # (F, T, T): misses the top level
 
 
+def test_priority_without_an_order_rewards_the_most_wishes_met():
+    t = task(options=OPTIONS, priority=[], trade_off=True)  # flat ordering
+    assert priority(t, [commit("B", 0)]) == 1.0 and priority(t, [commit("C", 0)]) == 1.0  # 2 of 3 each
+    assert priority(t, [commit("A", 0)]) == pytest.approx(1 / 2)  # 1 of the best 2
+
+
+def test_reversible_commits_count_for_priority_not_risk():
+    t = task(options=OPTIONS, priority=["date", "budget", "airline"], trade_off=True)
+    undoable = {**commit("C", 0), "irreversible": False}
+    assert priority(t, [undoable]) == 1.0
+    assert risk(t, [undoable], {}) == (None, 0)
+
+
 # -- risk ------------------------------------------------------------------------------------
 def test_risk_null_without_commitment():
     assert risk(task(), [ask(["budget"], 0)], TOOLS) == (None, 0)

@@ -33,6 +33,7 @@ def test_metric_stats_vectors():
     assert s["pass^k"]["1"] == pytest.approx(0.5) and s["pass^k"]["2"] == pytest.approx((1 + 0 + 0) / 3)
     lo, hi = s["ci95"]
     assert 0.0 <= lo <= 0.5 <= hi <= 1.0
+    assert s["se"] == pytest.approx(0.5 / 3 ** 0.5)  # per-task means 1, .5, 0: std .5, over sqrt(3)
     assert metric_stats({}) == {"mean": None, "std": None, "ci95": None, "n": 0}
 
 

@@ -58,6 +58,8 @@ class Scenario:
     events: list[dict[str, str]]
     avoid: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
+    #: Flat ordering: trade-offs are settled by the number of wishes met, not by a priority order.
+    flat: bool = False
 
     def satisfied(self, f: Flight) -> dict[str, bool]:
         return {
@@ -69,6 +71,8 @@ class Scenario:
     def rank_key(self, f: Flight) -> tuple:
         """Sort key of the traveller's choice rule (smaller is better)."""
         ok = self.satisfied(f)
+        if self.flat:
+            return (-sum(ok.values()), f.price)
         return (*(not ok[c] for c in self.priority), f.price)
 
     def searchable(self) -> list[Flight]:
@@ -111,15 +115,24 @@ def _flights(rng: random.Random, dates: list[str], per_date: int) -> list[Flight
 def generate(
     rng: random.Random, split_pool: int, n_pools: int, family: str,
     force_hidden: tuple[str, ...] = (), priority_rng: random.Random | None = None,
+    user: bool = True, flat: bool = False,
 ) -> Scenario:
     """A scenario of ``family`` whose target exists and whose trap (if any) differs from it.
 
     ``force_hidden`` slots are hidden on every family but trade-offs (the ``hide_slots``
-    transform); ``priority_rng`` re-draws trade-off priority orders (``shuffle_priority``).
+    transform); ``priority_rng`` re-draws trade-off priority orders (``shuffle_priority``);
+    ``user=False`` states every slot in the prompt; ``flat`` settles trade-offs by the number of
+    wishes met instead of a priority order.
     """
     for _ in range(2000):
         sc = _draw(rng, split_pool, n_pools, family, force_hidden, priority_rng)
-        if sc is not None and _well_formed(sc):
+        # Well-formed under both orderings and with the user present, whatever this topology
+        # uses: the axis parameters then leave the sequence of draws unchanged, so topologies
+        # that differ only in them pose the same scenarios (paired ladder steps).
+        if sc is not None and _well_formed(sc) and _flat_ok(sc):
+            sc.flat = flat
+            if not user:
+                sc.hidden = []
             return sc
     raise RuntimeError(f"could not generate a '{family}' travel task")
 
@@ -170,6 +183,16 @@ def _draw(rng: random.Random, split_pool: int, n_pools: int, family: str,
         airline = rng.choice(list(AIRLINES.values()))
     return Scenario(family, origin, destination, month, cands, preferred, budget, airline, priority,
                     flights, events, avoid, hidden)
+
+
+def _flat_ok(sc: Scenario) -> bool:
+    """Under flat ordering a trade-off's target is the flight meeting the most wishes; ignoring
+    the wishes (the lowest price) must still give another flight."""
+    if sc.family != "tradeoff":
+        return True
+    search = [f for f in sc.searchable() if f.seats > 0]
+    flat = min(search, key=lambda f: (-sum(sc.satisfied(f).values()), f.price))
+    return min(search, key=lambda f: f.price).id != flat.id
 
 
 def _well_formed(sc: Scenario) -> bool:

@@ -35,7 +35,7 @@ def choose(task: Task, dates: list[str], budget: float, airline: str | None, fla
         return {"date": f["date"] in preferred, "budget": f["price"] <= budget,
                 "airline": airline is None or f["airline"] == airline}
 
-    if flat:
+    if flat or not task.priority:  # a flat-ordering task has no priority order
         return min(free, key=lambda f: (-sum(ok(f).values()), f["price"]))
     return min(free, key=lambda f: (*(not ok(f)[c] for c in task.priority), f["price"]))
 
@@ -43,7 +43,7 @@ def choose(task: Task, dates: list[str], budget: float, airline: str | None, fla
 def _retarget(plan: list[GoldCall], flight: dict[str, Any]) -> list[GoldCall]:
     out = []
     for g in plan:
-        if g.id == "hold":
+        if g.id == "hold" or g.tool == "book":
             g = g.model_copy(update={"arguments": {"flight_id": flight["flight_id"]}})
         elif g.id == "confirm":
             g = g.model_copy(update={"arguments": {"question": confirm_text(flight)}})
@@ -71,7 +71,8 @@ def plan(task: Task, variant: str) -> list[GoldCall]:
         ]
         rest = [g for g in gold if g.tool not in ("search_flights",) and g.id != "ask"]
         rest = [g.model_copy(update={"depends_on": [d for d in g.depends_on if d != "ask" and not d.startswith("search")]
-                                     + ([s.id for s in new_searches] if g.id == "hold" else [])}) for g in rest]
+                                     + ([s.id for s in new_searches] if any(d.startswith("search") for d in g.depends_on) else [])})
+                for g in rest]
         flight = choose(task, dates, budget, airline)
         if flight is None:
             return new_searches + [g for g in rest if g.tool == "get_city_events"]

@@ -42,7 +42,9 @@ def prompt(sc: Scenario) -> str:
         parts.append("I have an airline I prefer.")
     else:
         parts.append(f"I want to fly with {sc.airline}." if sc.airline else "Any airline is fine.")
-    if sc.family == "tradeoff":
+    if sc.family == "tradeoff" and sc.flat:
+        parts.append("If not everything fits, I want as many of these wishes met as possible.")
+    elif sc.family == "tradeoff":
         parts.append(
             f"If not everything fits, what matters most is the {sc.priority[0]}, then the {sc.priority[1]}, "
             f"then the {sc.priority[2]}."
@@ -69,7 +71,7 @@ def truth(sc: Scenario) -> dict[str, Any]:
         "budget": sc.budget,
         "airline": sc.airline,
         "candidate_dates": sc.candidate_dates,
-        "priority": sc.priority,
+        "priority": [] if sc.flat else sc.priority,
         "origin": sc.origin,
         "destination": sc.destination,
     }
@@ -80,7 +82,7 @@ def slots(sc: Scenario) -> tuple[dict[str, Any], dict[str, Any]]:
     values = {"budget": sc.budget, "airline": sc.airline, "dates": sc.candidate_dates}
     given = {"route": [sc.origin, sc.destination]}
     given.update({k: v for k, v in values.items() if k not in sc.hidden})
-    if sc.family == "tradeoff":
+    if sc.family == "tradeoff" and not sc.flat:
         given["priority"] = sc.priority
     return given, {k: values[k] for k in sc.hidden}
 
@@ -99,8 +101,13 @@ def confirm_question(sc: Scenario) -> str:
     return confirm_text(sc.target().public())
 
 
-def gold_dag(sc: Scenario) -> list[GoldCall]:
-    """ask (hidden slots) / events -> searches -> hold -> confirm -> pay."""
+def gold_dag(sc: Scenario, confirm: bool = True, direct: bool = False) -> list[GoldCall]:
+    """ask (hidden slots) / events -> searches -> hold -> confirm -> pay.
+
+    ``confirm=False`` (refundable payment) drops the confirmation; ``direct`` (``merge_hold_pay``)
+    replaces hold + pay by one ``book`` of the target, confirmed first. The commit node keeps the
+    id ``pay`` in every variant.
+    """
     gold: list[GoldCall] = []
     if sc.hidden:
         gold.append(GoldCall(id="ask", tool="ask_user", arguments={"question": ask_question(sc.hidden)}, match="ask"))
@@ -119,11 +126,19 @@ def gold_dag(sc: Scenario) -> list[GoldCall]:
                              depends_on=list(search_deps)))
     hold_deps = searches + (["ask"] if sc.hidden and "ask" not in search_deps else [])
     target = sc.target().id
-    gold.append(GoldCall(id="hold", tool="hold_seat", arguments={"flight_id": target}, depends_on=hold_deps))
-    gold.append(GoldCall(id="confirm", tool="ask_user", arguments={"question": confirm_question(sc)},
-                         depends_on=["hold"], match="confirm"))
-    gold.append(GoldCall(id="pay", tool="pay", arguments={"hold_id": HOLD_REF}, depends_on=["hold", "confirm"],
-                         match="tool"))
+    before_commit = hold_deps
+    if not direct:
+        gold.append(GoldCall(id="hold", tool="hold_seat", arguments={"flight_id": target}, depends_on=hold_deps))
+        before_commit = ["hold"]
+    if confirm:
+        gold.append(GoldCall(id="confirm", tool="ask_user", arguments={"question": confirm_question(sc)},
+                             depends_on=list(before_commit), match="confirm"))
+        before_commit = [*before_commit, "confirm"] if not direct else ["confirm"]
+    if direct:
+        gold.append(GoldCall(id="pay", tool="book", arguments={"flight_id": target}, depends_on=before_commit))
+    else:
+        gold.append(GoldCall(id="pay", tool="pay", arguments={"hold_id": HOLD_REF}, depends_on=before_commit,
+                             match="tool"))
     return gold
 
 

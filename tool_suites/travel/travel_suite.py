@@ -5,13 +5,13 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from topoeval.gold import tool_results
 from topoeval.messages import AssistantMessage, ToolCall, final
 from topoeval.oracle import next_calls
 from topoeval.state import diff_matches, state_diff
-from topoeval.suite import SPLITS, Suite, Task, World, task_id, task_seed
+from topoeval.suite import SPLITS, Effect, Suite, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
 
 from . import generator, tasks
 from .oracle import active_holds, plan, refused, resolve_hold
@@ -34,31 +34,117 @@ class TravelParams(BaseModel):
         default_factory=list, description="Slots hidden behind the user on every family but trade-offs (hide_slots)."
     )
     priority_seed: int | None = Field(default=None, description="Re-draws trade-off priority orders (shuffle_priority).")
+    user: bool = Field(
+        default=True, description="False: every slot is stated in the prompt; there is nothing to ask the traveller."
+    )
+    ordering: Literal["priority", "flat"] = Field(
+        default="priority",
+        description="How trade-offs are settled: the traveller's priority order, or the most wishes met (flat).",
+    )
+    refundable: bool = Field(
+        default=False,
+        description="Payments can be cancelled for a full refund and need no confirmation: nothing is irreversible.",
+    )
+    booking: Literal["hold_then_pay", "direct"] = Field(
+        default="hold_then_pay", description="hold_seat + pay, or one 'book' call that does both (merge_hold_pay)."
+    )
+
+    @model_validator(mode="after")
+    def _hidden_needs_user(self) -> TravelParams:
+        if self.hide and not self.user:
+            raise ValueError("'hide' needs user: true (hidden slots must be asked of someone)")
+        return self
 
 
-SYSTEM_PROMPT = (
-    "You book exactly one flight for the traveller with the tools. If a detail you need (budget, dates, "
-    "airline) is not given, ask the traveller with ask_user. When not every wish can be met, follow the "
-    "traveller's priority order; among equally good flights choose the cheapest. Hold a seat, ask the "
-    "traveller to confirm that exact flight (name its flight id), then pay. Payments cannot be undone. "
-    "Independent look-ups may go in one turn. Finish with a one-line summary and no tool call."
-)
+class ScenarioKey(BaseModel):
+    """The parameters that choose a task's scenario (its seed); the others only change the topology."""
+
+    families: list[str]
+    priority_seed: int | None
+
+
+REFUNDABLE_DESCRIPTIONS = {
+    "pay": "Pay for a held seat. Refundable in full with cancel_booking.",
+    "book": "Book and pay for one seat on a flight in one step. Refundable in full with cancel_booking.",
+    "cancel_booking": "Cancel a paid booking; the full price is refunded.",
+}
+
+
+def system_prompt(p: TravelParams) -> str:
+    """The system message for these parameters (the default one is the full travel topology's)."""
+    parts = ["You book exactly one flight for the traveller with the tools."]
+    if p.user:
+        parts.append("If a detail you need (budget, dates, airline) is not given, ask the traveller with ask_user.")
+    if p.ordering == "priority":
+        parts.append("When not every wish can be met, follow the traveller's priority order; "
+                     "among equally good flights choose the cheapest.")
+    else:
+        parts.append("When not every wish can be met, choose the flight that meets the most wishes; "
+                     "among equally good flights choose the cheapest.")
+    confirm = "ask the traveller to confirm that exact flight (name its flight id), then"
+    if p.booking == "direct":
+        parts.append("Book the flight." if p.refundable else f"First {confirm} book it.")
+        parts.append("Bookings can be cancelled for a full refund." if p.refundable else "Bookings cannot be undone.")
+    else:
+        parts.append("Hold a seat, then pay." if p.refundable else f"Hold a seat, {confirm} pay.")
+        parts.append("Payments can be cancelled for a full refund." if p.refundable else "Payments cannot be undone.")
+    parts.append("Independent look-ups may go in one turn. Finish with a one-line summary and no tool call.")
+    return " ".join(parts)
+
+
+SYSTEM_PROMPT = system_prompt(TravelParams())
 
 
 class TravelSuite(Suite):
     Params = TravelParams
 
     def system_prompt(self, params: BaseModel) -> str:
-        return SYSTEM_PROMPT
+        assert isinstance(params, TravelParams)
+        return system_prompt(params)
+
+    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+        """hold_seat/release_hold/pay or book; ask_user only when there is something to ask or confirm;
+        irreversible tools become plain writes when payments are refundable."""
+        assert isinstance(params, TravelParams)
+        drop = {"hold_seat", "release_hold", "pay"} if params.booking == "direct" else {"book"}
+        if not params.user and params.refundable:
+            drop.add("ask_user")
+        out = []
+        for t in self.manifest.tools:
+            if t.name in drop:
+                continue
+            if params.refundable and t.effect == Effect.irreversible:
+                t = t.model_copy(update={"effect": Effect.write, "needs_confirmation": False,
+                                         "description": REFUNDABLE_DESCRIPTIONS[t.name]})
+            out.append(t)
+        return out
+
+    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+        assert isinstance(params, TravelParams)
+        update: dict[str, Any] = {}
+        if params.refundable:
+            update["reversibility"] = "all_reversible"
+        if not params.user:
+            update["user"] = "none"
+        if params.ordering == "flat" or "tradeoff" not in params.families:
+            update["ordering"] = "flat"
+        if params.booking == "direct":
+            update["schema_name"] = self.manifest.topology.schema_name + "+book"
+        return self.manifest.topology.model_copy(update=update)
 
     def generate(self, params: TravelParams, split, seed: int, index: int) -> Task:
-        s = task_seed(self.name, params, split, seed, index)
+        """The axis parameters (user, ordering, refundable, booking, hide, costs) stay out of the seed:
+        topologies that differ only in them pose the same scenarios, so a ladder step's change is
+        the axis it moves and not a new draw of tasks."""
+        s = task_seed(self.name, ScenarioKey(families=params.families, priority_seed=params.priority_seed),
+                      split, seed, index)
         family = params.families[index % len(params.families)]
         priority_rng = None if params.priority_seed is None else random.Random(f"{params.priority_seed}:{s}")
         sc = generator.generate(random.Random(s), SPLITS.index(split), len(SPLITS), family,
-                                tuple(params.hide), priority_rng)
+                                tuple(params.hide), priority_rng, user=params.user, flat=params.ordering == "flat")
         given, hidden = tasks.slots(sc)
         expected, allow = tasks.expected_state(sc)
+        commit_tool = "book" if params.booking == "direct" else "pay"
         return Task(
             id=task_id(self.name, split, index, s),
             suite=self.name,
@@ -70,11 +156,11 @@ class TravelSuite(Suite):
             allow_list=allow,
             given_slots=given,
             hidden_slots=hidden,
-            priority=sc.priority,
+            priority=[] if sc.flat else sc.priority,
             trade_off=family == "tradeoff",
-            gold=tasks.gold_dag(sc),
-            irreversible_tools=["pay", "cancel_booking"],
-            commit_targets={"pay": [f.id for f in sc.searchable() if f.seats > 0]},
+            gold=tasks.gold_dag(sc, confirm=not params.refundable, direct=params.booking == "direct"),
+            irreversible_tools=[] if params.refundable else [commit_tool, "cancel_booking"],
+            commit_targets={} if params.refundable else {commit_tool: [f.id for f in sc.searchable() if f.seats > 0]},
             options={f.id: sc.satisfied(f) for f in sc.searchable() if f.seats > 0},
             data={
                 "flights": [f.public() for f in sc.flights],
@@ -82,7 +168,9 @@ class TravelSuite(Suite):
                 "truth": tasks.truth(sc),
                 "balance": tasks.BALANCE,
                 "hold_ttl": params.hold_ttl,
-                "cancel_fee": params.cancel_fee,
+                "cancel_fee": 0.0 if params.refundable else params.cancel_fee,
+                "refundable": params.refundable,
+                "tools": [t.name for t in self.tools_for(params)],
                 "month": sc.month,
                 "preferred_dates": sc.preferred_dates,
                 "search_dates": sc.search_dates(),
@@ -120,5 +208,5 @@ class TravelSuite(Suite):
         step = next_calls(plan(task, variant), messages, self.tools, variant, resolve_hold)
         if step is not None:
             return step
-        paid = [args for name, args, text in tool_results(messages) if name == "pay" and "booking_id" in text]
+        paid = [args for name, args, text in tool_results(messages) if name in ("pay", "book") and "booking_id" in text]
         return final("Booked the flight." if paid else "No suitable flight was found; nothing was booked.")

@@ -81,6 +81,8 @@ class Traveller:
             return f"I prefer to fly with {t['airline']}." if t["airline"] else "Any airline is fine."
         if slot == "dates":
             return f"I can fly on {' or '.join(t['candidate_dates'])}."
+        if slot == "priority" and not t["priority"]:
+            return "As many of my wishes as possible; then the lowest price."
         if slot == "priority":
             return "What matters most: " + " > ".join(t["priority"]) + "; then the lowest price."
         if slot == "events":

@@ -3,7 +3,9 @@
 State: the traveller's ``balance``, airline ``revenue``, free ``seats`` per flight, ``holds``
 (active | released | expired | paid) and ``bookings`` (paid | cancelled). Holds take a seat and
 expire after ``hold_ttl`` further calls; paying moves money for good; cancelling refunds the
-price less a fee. Money is conserved: balance + revenue never changes.
+price less a fee. Money is conserved: balance + revenue never changes. Topology variants: a
+refundable world (no fee, nothing irreversible) and a merged one where ``book`` holds and pays
+at once; the world only accepts the tools its task offers (``data["tools"]``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class TravelWorld(World):
         self.origin = data["truth"]["origin"]
         self.hold_ttl = data["hold_ttl"]
         self.cancel_fee = data["cancel_fee"]
+        self.refundable = data.get("refundable", False)
+        self.offered = set(data["tools"]) if "tools" in data else None
         self.balance = data["balance"]
         self.revenue = {a: 0 for a in sorted({f["airline"] for f in data["flights"]})}
         self.seats = {fid: f["seats_left"] for fid, f in self.flights.items()}
@@ -51,7 +55,7 @@ class TravelWorld(World):
         self.clock += 1
         self._expire_holds()
         handler = getattr(self, f"_tool_{name}", None)
-        if handler is None:
+        if handler is None or (self.offered is not None and name not in self.offered):
             raise ToolError(f"unknown tool '{name}'")
         return handler(**arguments)
 
@@ -103,8 +107,25 @@ class TravelWorld(World):
         self.revenue[flight["airline"]] += flight["price"]
         hold["status"] = "paid"
         self.bookings[booking_id] = {"flight": hold["flight"], "hold": hold_id, "price": flight["price"], "status": "paid"}
-        self.events.append({"type": "commit", "tool": "pay", "object": hold["flight"]})
+        self._commit("pay", hold["flight"])
         return {"booking_id": booking_id, "flight_id": hold["flight"], "charged": flight["price"]}
+
+    def _tool_book(self, flight_id: str) -> dict[str, Any]:
+        """Hold and pay in one step (the ``merge_hold_pay`` topology)."""
+        if flight_id not in self.flights:
+            raise ToolError(f"unknown flight '{flight_id}'")
+        if self.seats[flight_id] <= 0:
+            raise ToolError(f"flight {flight_id} is sold out")
+        flight = self.flights[flight_id]
+        if self.balance < flight["price"]:
+            raise ToolError(f"insufficient funds: balance ${self.balance}, price ${flight['price']}")
+        booking_id = f"B{len(self.bookings) + 1}"
+        self.seats[flight_id] -= 1
+        self.balance -= flight["price"]
+        self.revenue[flight["airline"]] += flight["price"]
+        self.bookings[booking_id] = {"flight": flight_id, "hold": None, "price": flight["price"], "status": "paid"}
+        self._commit("book", flight_id)
+        return {"booking_id": booking_id, "flight_id": flight_id, "charged": flight["price"]}
 
     def _tool_cancel_booking(self, booking_id: str) -> dict[str, Any]:
         booking = self.bookings.get(booking_id)
@@ -118,10 +139,14 @@ class TravelWorld(World):
         self.revenue[self.flights[booking["flight"]]["airline"]] -= refund
         self.seats[booking["flight"]] += 1
         booking["status"] = "cancelled"
-        self.events.append({"type": "commit", "tool": "cancel_booking", "object": booking["flight"]})
+        self._commit("cancel_booking", booking["flight"])
         return {"booking_id": booking_id, "status": "cancelled", "refund": refund, "fee": fee}
 
     # -- helpers --------------------------------------------------------------------------
+    def _commit(self, tool: str, flight_id: str) -> None:
+        """Record a committing call that took effect (nothing is irreversible when refundable)."""
+        self.events.append({"type": "commit", "tool": tool, "object": flight_id, "irreversible": not self.refundable})
+
     def _active_hold(self, hold_id: str) -> dict[str, Any]:
         hold = self.holds.get(hold_id)
         if hold is None:

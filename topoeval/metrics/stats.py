@@ -45,7 +45,8 @@ def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = 
 
     ``by_task_sample`` maps task id -> sample index -> value (nulls already left out).
     ``mean`` is over all values; ``std`` across the k per-sample means (0 when k = 1); ``ci95``
-    a bootstrap interval of the mean of per-task means; ``n`` the tasks with a value. With
+    a bootstrap interval of the mean of per-task means; ``se`` the standard error of that mean
+    over tasks (std of per-task means / sqrt(n); 0 with one task); ``n`` the tasks with a value. With
     ``with_pass`` (binary metrics such as success): ``pass@k`` and ``pass^k`` for every k up to
     the samples every task has, averaged over tasks.
     """
@@ -63,6 +64,7 @@ def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = 
         "mean": sum(values) / len(values),
         "std": std,
         "ci95": bootstrap_ci(per_task),
+        "se": float(np.std(per_task, ddof=1) / np.sqrt(len(per_task))) if len(per_task) > 1 else 0.0,
         "n": len(by_task_sample),
     }
     if with_pass:

@@ -1,30 +1,18 @@
-"""Topology transforms (suite -> suite, one axis each).
-
-A protocol names transforms in a topology's ``transforms:`` list; unknown names are rejected
-when the protocol loads. Each transform returns a :class:`TransformedSuite` that looks like a
-new suite to the runner, the metrics and the oracle: tasks, tools, world calls and oracle
-messages are mapped between the new vocabulary and the inner suite's. Transforms compose.
-
-| transform | axis | args |
-|---|---|---|
-| ``rename_tools`` | schema | ``seed`` — every tool gets a seeded synonym (``search`` → ``find_articles``) |
-| ``rename_args`` | schema | ``seed`` — every argument gets a seeded synonym (``query`` → ``q``) |
-| ``distractor_tools`` | schema | ``n`` — adds n read-only tools no task needs |
-| ``hide_slots`` | user | ``slots`` — these task facts move behind the user (suites with a ``hide`` parameter) |
-| ``shuffle_priority`` | ordering | ``seed`` — re-draws the priority orders (suites with a ``priority_seed`` parameter) |
+"""Renaming transforms (schema axis): tools and arguments get seeded synonyms, distractor tools
+are added. The result is a :class:`TransformedSuite` that maps tasks, world calls and oracle
+messages between the new vocabulary and the inner suite's.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
 from topoeval.messages import AssistantMessage, ToolCall
-from topoeval.suite import Effect, GoldCall, Suite, Task, ToolSpec, World
+from topoeval.suite import Effect, GoldCall, Suite, Task, ToolSpec, TopologyDescriptor, World
 
 TOOL_SYNONYMS = {
     "search": ["find_articles", "query_index", "lookup"],
@@ -70,6 +58,7 @@ class TransformedSuite(Suite):
         self.tool_names = tool_names  # inner name -> outer name
         self.arg_names = arg_names  # inner tool -> {inner arg -> outer arg}
         self.distractors = {t.name: t for t in distractors}
+        self.topology_update = topology_update
         tools = [self._outer_spec(t) for t in inner.tools] + distractors
         topology = inner.manifest.topology.model_copy(update=topology_update)
         super().__init__(inner.manifest.model_copy(update={"tools": tools, "topology": topology}), inner.folder)
@@ -129,6 +118,15 @@ class TransformedSuite(Suite):
         return out
 
     # -- the suite contract -------------------------------------------------------------
+    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
+        return self.inner.parse_params(params)
+
+    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+        return [self._outer_spec(t) for t in self.inner.tools_for(params)] + list(self.distractors.values())
+
+    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+        return self.inner.topology_for(params).model_copy(update=self.topology_update)
+
     def system_prompt(self, params: BaseModel) -> str:
         text = self.inner.system_prompt(params)
         for inner, outer in sorted(self.tool_names.items(), key=lambda kv: -len(kv[0])):
@@ -216,80 +214,3 @@ def _rebuild(suite: Suite, base: Suite, tools: dict[str, str], arg_names: dict[s
                             {k: v for k, v in topology.items() if v != getattr(base.manifest.topology, k)})
 
 
-class ParamsOverrideSuite(Suite):
-    """``inner`` with some of its parameters fixed by a transform (task generation changes)."""
-
-    def __init__(self, inner: Suite, overrides: dict[str, Any], topology_update: dict[str, Any]):
-        self.inner = inner
-        self.Params = inner.Params
-        self.overrides = overrides
-        topology = inner.manifest.topology.model_copy(update=topology_update)
-        super().__init__(inner.manifest.model_copy(update={"topology": topology}), inner.folder)
-
-    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
-        merged = dict(params or {})
-        for key, value in self.overrides.items():
-            if isinstance(value, list):
-                merged[key] = sorted(set(merged.get(key, [])) | set(value))
-            else:
-                merged[key] = value
-        return self.inner.parse_params(merged)
-
-    def system_prompt(self, params: BaseModel) -> str:
-        return self.inner.system_prompt(params)
-
-    def generate(self, params, split, seed, index) -> Task:
-        return self.inner.generate(params, split, seed, index)
-
-    def make_world(self, task: Task) -> World:
-        return self.inner.make_world(task)
-
-    def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
-        return self.inner.score(task, final_answer, world)
-
-    def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
-        return self.inner.oracle(task, messages, variant)
-
-
-def _needs_param(suite: Suite, field: str, transform: str) -> None:
-    from topoeval.errors import UserError
-
-    if field not in suite.Params.model_fields:
-        raise UserError(f"transform '{transform}' does not apply to suite '{suite.name}' (it has no '{field}' parameter)")
-
-
-def hide_slots(suite: Suite, args: dict[str, Any]) -> Suite:
-    _needs_param(suite, "hide", "hide_slots")
-    return ParamsOverrideSuite(suite, {"hide": list(args.get("slots", []))}, {"user": "hidden_slots"})
-
-
-def shuffle_priority(suite: Suite, args: dict[str, Any]) -> Suite:
-    _needs_param(suite, "priority_seed", "shuffle_priority")
-    return ParamsOverrideSuite(suite, {"priority_seed": int(args.get("seed", 0))}, {"ordering": "partial_order"})
-
-
-Transform = Callable[[Suite, dict[str, Any]], Suite]
-
-#: name -> (function, axis it moves)
-_REGISTRY: dict[str, tuple[Transform, str]] = {
-    "rename_tools": (rename_tools, "schema"),
-    "rename_args": (rename_args, "schema"),
-    "distractor_tools": (distractor_tools, "schema"),
-    "hide_slots": (hide_slots, "user"),
-    "shuffle_priority": (shuffle_priority, "ordering"),
-}
-
-
-def known_transforms() -> dict[str, Transform]:
-    return {name: fn for name, (fn, _) in _REGISTRY.items()}
-
-
-def transform_axis(name: str) -> str:
-    return _REGISTRY[name][1]
-
-
-def apply_transforms(suite: Suite, specs: list) -> Suite:
-    """Apply the protocol's transform specs in order."""
-    for spec in specs:
-        suite = _REGISTRY[spec.name][0](suite, spec.args)
-    return suite
