@@ -146,3 +146,10 @@ def test_ladder_step_naming_a_test_topology_is_that_topology(registry):
     assert lines[0].startswith("x.yaml:18 ladder[0].suite: a ladder step needs a suite, or the name of a test topology")
     assert lines[1].startswith("x.yaml:19 ladder[1]: step 'b' is the test topology of that name")
     assert errors_of(GOOD.replace("  suite: wiki\ntest:", "test:"), registry)[0].endswith("train.suite: missing: every topology names its suite")
+
+
+def test_params_that_contradict_the_transforms_are_named(registry):
+    text = GOOD.replace("    suite: wiki\n    params: {hops: [3]}\n",
+                        "    suite: travel\n    params: {user: false}\n    transforms: [{name: hide_slots, args: {slots: [budget]}}]\n")
+    (line,) = errors_of(text, registry)
+    assert line.startswith("x.yaml:12 test[1].params: with the transforms:") and "'hide' needs user: true" in line

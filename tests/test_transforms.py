@@ -12,6 +12,11 @@ from topoeval.runner.episode import run_episode
 from topoeval.topology import resolve
 from topoeval.transforms import apply_transforms, known_transforms, transform_axis
 
+DEPENDENCY = [
+    [TransformSpec(name="batch_api")],
+    [TransformSpec(name="no_batch")],
+    [TransformSpec(name="rename_tools", args={"seed": 2}), TransformSpec(name="batch_api")],
+]
 TRAVEL_ONLY = [
     [TransformSpec(name="merge_hold_pay")],
     [TransformSpec(name="refundable")],
@@ -40,7 +45,7 @@ def rollout(suite, task, model):
                                    limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
 
 
-CASES = [("wiki", s) for s in STACKS] + [("travel", s) for s in STACKS + TRAVEL_ONLY]
+CASES = [("wiki", s) for s in STACKS + DEPENDENCY] + [("travel", s) for s in STACKS + DEPENDENCY + TRAVEL_ONLY]
 
 
 @pytest.mark.parametrize(("suite_name", "stack"), CASES, ids=lambda c: c if isinstance(c, str) else "+".join(t.name for t in c))
@@ -51,6 +56,55 @@ def test_oracle_still_solves_every_transformed_task(suite_name, stack):
         assert rollout(suite, task, "noop")["scores"]["success"] == 0.0
         names = {t.name for t in suite.tools}
         assert all(g.tool in names for g in task.gold)
+
+
+def test_batch_api_answers_several_lookups_in_one_call_and_scores_like_parallel_calls():
+    suite, params = resolved("travel", [TransformSpec(name="batch_api")], {"families": ["flexible"]})
+    assert {"search_flights_batch", "get_city_events_batch"} <= {t.name for t in suite.tools}
+    assert "ask_user_batch" not in {t.name for t in suite.tools}  # the user channel is never batched
+    for task in suite.tasks(params, "test", 2, 6):
+        rec = rollout(suite, task, "oracle")
+        batches = [c for c in rec["calls"] if c["name"] == "search_flights_batch"]
+        assert len(batches) == 1 and len(batches[0]["arguments"]["requests"]) == len(task.data["search_dates"])
+        assert rec["scores"]["success"] == 1.0 and rec["scores"]["parallelism"] == 1.0
+        assert rec["scores"]["efficiency"] == 1.0  # the batch counts as its look-ups, not as one call
+    world = suite.make_world(task)
+    out = world.call("search_flights_batch", {"requests": [{"origin": "x", "destination": "y", "date": "2027-01-01"},
+                                                         {"origin": "x", "destination": "y", "date": "bad"}]})
+    assert out[0] == [] and "error" in out[1]
+
+
+def test_no_batch_takes_one_call_per_turn():
+    suite, params = resolved("wiki", [TransformSpec(name="no_batch")], {"question_types": ["compare"], "hops": [2]})
+    assert suite.manifest.topology.calls_per_turn == 1 and "one tool call per turn" in suite.system_prompt(params)
+    task = suite.tasks(params, "test", 1, 1)[0]
+    rec = rollout(suite, task, "oracle")
+    assert rec["scores"]["success"] == 1.0 and rec["scores"]["parallelism"] is None
+    assert max(sum(1 for c in rec["calls"] if c["turn"] == t) for t in range(rec["turns"])) == 1
+    plain, p0 = resolved("wiki", [], {"question_types": ["compare"], "hops": [2]})
+    two = rollout(plain, plain.tasks(p0, "test", 1, 1)[0], "oracle")  # the same oracle in one turn elsewhere...
+    assert max(sum(1 for c in two["calls"] if c["turn"] == t) for t in range(two["turns"])) > 1
+    from topoeval.messages import AssistantMessage, ToolCall  # ...is refused past the first call here
+    from topoeval.policies.base import Policy
+
+    class Greedy(Policy):
+        name = "greedy"
+
+        async def act(self, messages, tools, sampling, ctx):
+            if any(m["role"] == "tool" for m in messages):
+                return AssistantMessage(content="Answer: x")
+            return AssistantMessage(tool_calls=[ToolCall.make(f"c{i}", "search", {"query": q}) for i, q in enumerate("ab")])
+
+    rec = asyncio.run(run_episode(policy=Greedy(), suite=suite, task=task, system_prompt="s", demos=[], limits=Limits(),
+                                  sampling=SamplingParams(), sample=0, shots=0, labels={}))
+    assert [c["status"] for c in rec["calls"]] == ["ok", "skipped"] and "one tool call per turn" in rec["calls"][1]["error"]
+
+
+def test_renaming_after_batch_api_is_refused():
+    from topoeval.errors import UserError
+
+    with pytest.raises(UserError, match="cannot follow 'batch_api'"):
+        resolved("wiki", [TransformSpec(name="batch_api"), TransformSpec(name="rename_args", args={"seed": 1})])
 
 
 def test_merge_hold_pay_offers_one_irreversible_book():

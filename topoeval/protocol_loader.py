@@ -120,9 +120,15 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                 errors.append(((*loc, "transforms", j, "name"), f"unknown transform '{tr.name}'{hint}"))
         if all(tr.name in transforms for tr in topo.transforms):
             try:
-                apply_transforms(suite, topo.transforms)
+                transformed = apply_transforms(suite, topo.transforms)
             except UserError as exc:
                 errors.append(((*loc, "transforms"), str(exc)))
+            else:
+                if topo.transforms:  # parameters the transforms fix must agree with the given ones
+                    try:
+                        transformed.parse_params(topo.params)
+                    except ValidationError as exc:
+                        errors += [((*loc, "params", *e["loc"]), f"with the transforms: {_message(e)}") for e in exc.errors()]
 
     biggest = max(protocol.baselines.shots)
     if biggest > protocol.tasks.fewshot.n:

@@ -77,6 +77,9 @@ class TopologyDescriptor(BaseModel):
     schema_name: str = Field(description="Label of the tool vocabulary (changes when tools are renamed).")
     answer_channel: Literal["text", "state"] = Field(description="Answer in text, or a change of world state.")
     distractor_tools: int = Field(default=0, description="Tools present that no task needs.")
+    calls_per_turn: int | None = Field(
+        default=None, ge=1, description="Most tool calls one turn may carry (None: any number; no_batch sets 1)."
+    )
 
 
 class SuiteManifest(BaseModel):
@@ -217,6 +220,11 @@ class Suite(ABC):
     def topology_for(self, params: BaseModel) -> TopologyDescriptor:
         """Position on the topology axes under these parameters (default: the manifest's)."""
         return self.manifest.topology
+
+    def expand_calls(self, calls: list[dict[str, Any]], events: list[dict[str, Any]]):
+        """(calls, events) as the metrics should read them (default: unchanged). A suite whose one
+        call stands for several — ``batch_api`` — returns the component calls, events re-indexed."""
+        return calls, events
 
     def system_prompt(self, params: BaseModel) -> str:
         """System message for this suite (short: it is paid on every call)."""

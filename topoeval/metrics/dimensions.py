@@ -160,12 +160,16 @@ def efficiency(task: Task, calls: list[dict[str, Any]], tools: dict[str, ToolSpe
     return min(1.0, len(task.gold) / len(made)), redundant
 
 
-def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSpec]) -> dict[str, Any]:
-    """All dimensions, their counts, and ``dq`` for one episode record."""
+def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSpec],
+                     serial_only: bool = False) -> dict[str, Any]:
+    """All dimensions, their counts, and ``dq`` for one episode record. ``serial_only``: the
+    topology takes one call per turn, so parallelism has no meaning (``None``)."""
     calls, events = record.get("calls", []), record.get("events", [])
     clar, over = clarification(task, events)
     risk_score, unsafe = risk(task, events, tools)
     par, violations = parallelism(task, calls, events)
+    if serial_only:
+        par = None
     eff, redundant = efficiency(task, calls, tools)
     dims = {
         "clarification": clar,

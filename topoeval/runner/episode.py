@@ -78,8 +78,15 @@ async def run_episode(
             final_answer = reply.content or ""
             status = "done"
             break
-        for call in reply.tool_calls:
-            if len(calls) >= limits.max_tool_calls:
+        per_turn = suite.manifest.topology.calls_per_turn
+        for i, call in enumerate(reply.tool_calls):
+            if per_turn is not None and i >= per_turn:
+                rec = CallRecord(
+                    turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments, status="skipped",
+                    error=f"this topology takes {'one tool call' if per_turn == 1 else f'{per_turn} tool calls'} "
+                    "per turn; make this call in a later turn",
+                )
+            elif len(calls) >= limits.max_tool_calls:
                 rec = CallRecord(
                     turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments,
                     status="skipped", error=f"tool-call limit of {limits.max_tool_calls} reached",

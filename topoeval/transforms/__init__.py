@@ -12,6 +12,8 @@ metrics and the oracle. Transforms compose, applied in the order listed.
 | ``hide_slots`` | user | ``slots`` — these task facts move behind the user (suites with a ``hide`` parameter) |
 | ``shuffle_priority`` | ordering | ``seed`` — re-draws the priority orders (suites with a ``priority_seed`` parameter) |
 | ``merge_hold_pay`` | reversibility | — hold + pay become one irreversible ``book`` (suites with a ``booking`` parameter) |
+| ``batch_api`` | dependency | — adds ``<tool>_batch`` for each read-only parallel-safe tool (one call, many look-ups) |
+| ``no_batch`` | dependency | — one tool call per turn; parallelism no longer applies |
 | ``refundable`` | reversibility | — nothing is irreversible: payments refund in full, no confirmation (``refundable`` parameter) |
 """
 
@@ -22,10 +24,11 @@ from typing import Any
 
 from topoeval.suite import Suite
 
+from .batching import batch_api, no_batch
 from .params import SuiteView, hide_slots, merge_hold_pay, refundable, shuffle_priority
 from .renaming import TransformedSuite, distractor_tools, rename_args, rename_tools
 
-__all__ = ["SuiteView", "TransformedSuite", "apply_transforms", "known_transforms", "transform_axis"]
+__all__ = ["RENAMING", "SuiteView", "TransformedSuite", "apply_transforms", "known_transforms", "transform_axis"]
 
 Transform = Callable[[Suite, dict[str, Any]], Suite]
 
@@ -38,7 +41,12 @@ _REGISTRY: dict[str, tuple[Transform, str]] = {
     "shuffle_priority": (shuffle_priority, "ordering"),
     "merge_hold_pay": (merge_hold_pay, "reversibility"),
     "refundable": (refundable, "reversibility"),
+    "batch_api": (batch_api, "dependency"),
+    "no_batch": (no_batch, "dependency"),
 }
+
+#: Transforms that rename the vocabulary; none may follow ``batch_api``.
+RENAMING = ("rename_tools", "rename_args")
 
 
 def known_transforms() -> dict[str, Transform]:
@@ -51,6 +59,13 @@ def transform_axis(name: str) -> str:
 
 def apply_transforms(suite: Suite, specs: list) -> Suite:
     """Apply the protocol's transform specs in order."""
+    from topoeval.errors import UserError
+
+    batched = False
     for spec in specs:
+        if batched and spec.name in RENAMING:
+            raise UserError(f"'{spec.name}' cannot follow 'batch_api' (it would not rename the fields of the "
+                            "batch requests); list batch_api after the renames")
+        batched = batched or spec.name == "batch_api"
         suite = _REGISTRY[spec.name][0](suite, spec.args)
     return suite

@@ -53,6 +53,9 @@ class SuiteView(Suite):
     def system_prompt(self, params: BaseModel) -> str:
         return self.inner.system_prompt(params)
 
+    def expand_calls(self, calls: list[dict[str, Any]], events: list[dict[str, Any]]):
+        return self.inner.expand_calls(calls, events)
+
     def generate(self, params, split, seed, index) -> Task:
         return self.inner.generate(params, split, seed, index)
 
