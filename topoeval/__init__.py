@@ -14,11 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["load_protocol", "run_protocol", "RunResult", "score_episode", "__version__"]
+__all__ = ["load_protocol", "run_protocol", "RunResult", "score_episode", "reward", "make_env", "export_tasks",
+           "__version__"]
 
 if TYPE_CHECKING:
     from topoeval.protocol_loader import load_protocol
     from topoeval.runner.run import RunResult, run_protocol
+    from topoeval.env import make_env
+    from topoeval.export import export_tasks
+    from topoeval.rewards import reward
     from topoeval.scoring import score_episode
 
 
@@ -35,4 +39,16 @@ def __getattr__(name: str) -> Any:
         from topoeval.scoring import score_episode
 
         return score_episode
+    if name == "reward":
+        from topoeval.rewards import reward
+
+        return reward
+    if name == "make_env":
+        from topoeval.env import make_env
+
+        return make_env
+    if name == "export_tasks":
+        from topoeval.export import export_tasks
+
+        return export_tasks
     raise AttributeError(f"module 'topoeval' has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -50,11 +51,13 @@ def run(
     cache: Annotated[bool, typer.Option(help="Cache model responses in the run folder.")] = True,
     suites_dir: SuitesDir = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    trained_on: Annotated[Optional[list[Path]], typer.Option(
+        help="A `topoeval export` folder the model was trained on (repeatable): warns if evaluated tasks are in it.")] = None,
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
     from topoeval.models.options import ModelOptions
     from topoeval.report import print_success_table
-    from topoeval.runner.run import run_protocol
+    from topoeval.runner.run import ContaminationWarning, run_protocol
 
     if tool_mode not in ("auto", "native", "prompt"):
         raise UserError(f"--tool-mode must be auto, native or prompt, not '{tool_mode}'")
@@ -65,11 +68,15 @@ def run(
         raise UserError(f"--shots takes numbers like '0,1', not '{shots}'") from None
     options = ModelOptions(api_base=api_base, api_key=api_key, tool_mode=tool_mode, temperature=temperature,
                            top_p=top_p, timeout_s=timeout, max_retries=max_retries)
-    result = run_protocol(
-        protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
-        suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
-        model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ContaminationWarning)
+        result = run_protocol(
+            protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
+            suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
+            model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or (),
+        )
+    for w in caught:
+        typer.echo(f"warning: {w.message}", err=True)
     console = _console()
     console.print(
         f"run folder: {result.run_dir}  ({result.new_episodes} new episodes, {result.reused_episodes} resumed"
@@ -195,6 +202,24 @@ def sensitivity(
     print_sensitivity(matrix, violations, _console())
     if violations:
         raise typer.Exit(1)
+
+
+@app.command()
+def export(
+    protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name.")],
+    out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet and topoeval_export.json).")],
+    split: Annotated[str, typer.Option(help="train | dev | test | fewshot.")] = "train",
+    n: Annotated[Optional[int], typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
+    topology: Annotated[Optional[str], typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
+    suites_dir: SuitesDir = None,
+) -> None:
+    """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns)."""
+    from topoeval.export import export_tasks
+
+    if split not in ("train", "dev", "test", "fewshot"):
+        raise UserError(f"--split must be train, dev, test or fewshot, not '{split}'")
+    path = export_tasks(protocol, out, split=split, n=n, topology=topology, suites_dirs=suites_dir or ())
+    typer.echo(f"wrote {path}")
 
 
 def _terminate(signum, frame) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -38,6 +40,34 @@ def resolve(spec: TopologySpec, registry: SuiteRegistry) -> ResolvedTopology:
     if tools != suite.tools or topology != suite.manifest.topology:
         suite = SuiteView(suite, tools=tools, topology=topology)
     return ResolvedTopology(spec=spec, suite=suite, params=params)
+
+
+def topology_from(topology: Any, protocol: Any = None, suites_dirs: list | tuple = ()) -> ResolvedTopology:
+    """A resolved topology from any of the forms the training API accepts.
+
+    ``topology``: a :class:`ResolvedTopology`; a :class:`TopologySpec` or a dict with ``suite``
+    (and ``params``, ``transforms``); the name of a topology of ``protocol`` (train, test or ladder
+    step); or, without a protocol, a suite name.
+    """
+    from topoeval.errors import UserError
+    from topoeval.protocol_loader import load_protocol
+
+    if isinstance(topology, ResolvedTopology):
+        return topology
+    registry = SuiteRegistry(suites_dirs)
+    if isinstance(topology, dict):
+        topology = TopologySpec.model_validate({"name": topology.get("name", topology.get("suite", "topology")), **topology})
+    if isinstance(topology, TopologySpec):
+        return resolve(topology, registry)
+    if protocol is not None:
+        proto = protocol if not isinstance(protocol, (str, Path)) else load_protocol(protocol, registry)
+        specs = {t.name: t for t in [proto.train, *proto.test, *proto.ladder] if t.suite is not None}
+        if topology not in specs:
+            raise UserError(f"protocol '{proto.name}' has no topology '{topology}' (it has: {', '.join(specs)})")
+        return resolve(specs[topology], registry)
+    if topology in registry:
+        return resolve(TopologySpec(name=topology, suite=topology), registry)
+    raise UserError(f"unknown topology '{topology}': give a suite name, a topology spec, or a protocol that names it")
 
 
 def task_set_hash(task_sets: dict[str, list[Task]]) -> str:

@@ -1,4 +1,9 @@
-"""One rollout of one policy on one task: the agent loop."""
+"""One rollout of one policy on one task: the agent loop, and the episode state it drives.
+
+:class:`EpisodeState` is the single place where an assistant message meets the world — the
+runner's loop, the Gymnasium-style env (:mod:`topoeval.env`) and :func:`topoeval.reward` all step
+it, so training rewards and evaluation scores cannot drift apart.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import time
 from typing import Any
 
 from topoeval.errors import UserError
-from topoeval.messages import ToolCall
+from topoeval.messages import AssistantMessage, ToolCall
 from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
 from topoeval.protocol import Limits
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
@@ -25,6 +30,107 @@ def episode_id(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+class EpisodeState:
+    """A live episode: the world, the conversation, and every call made so far.
+
+    ``step(reply)`` applies one assistant message (runs its tool calls, or ends the episode when
+    it has none); ``record()`` is the scored episode record as written to episodes.jsonl.
+    """
+
+    def __init__(self, suite: Suite, task: Task, system_prompt: str, demos: list[dict[str, Any]], limits: Limits):
+        self.suite, self.task, self.limits = suite, task, limits
+        self.started = time.perf_counter()
+        self.world = suite.make_world(task)
+        self.state_before = self.world.snapshot()
+        self.tool_specs = {t.name: t for t in suite.tools}
+        self.tools = [t.openai() for t in suite.tools]
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *demos,
+                                               {"role": "user", "content": task.prompt}]
+        self.prefix = len(self.messages)
+        self.n_demo_messages = len(demos)
+        self.calls: list[CallRecord] = []
+        self.errors: list[str] = []
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.cost: float | None = None
+        self.policy_s = 0.0
+        self.final_answer: str | None = None
+        self.status = "limit:max_turns"
+        self.turns = 0
+
+    @property
+    def done(self) -> bool:
+        return self.status != "limit:max_turns" or self.turns >= self.limits.max_turns
+
+    def step(self, reply: AssistantMessage) -> list[dict[str, Any]]:
+        """Apply one assistant message; returns the tool messages it produced (empty when it ends)."""
+        turn = self.turns
+        self.turns += 1
+        self.policy_s += reply.latency_s
+        self.usage["prompt_tokens"] += reply.usage.prompt_tokens
+        self.usage["completion_tokens"] += reply.usage.completion_tokens
+        if reply.cost is not None:
+            self.cost = (self.cost or 0.0) + reply.cost
+        reply.tool_calls = _unique_ids(reply.tool_calls, turn)
+        self.messages.append(reply.openai())
+        if not reply.tool_calls:
+            self.final_answer = reply.content or ""
+            self.status = "done"
+            return []
+        out = []
+        per_turn = self.suite.manifest.topology.calls_per_turn
+        for i, call in enumerate(reply.tool_calls):
+            if per_turn is not None and i >= per_turn:
+                rec = CallRecord(
+                    turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments, status="skipped",
+                    error=f"this topology takes {'one tool call' if per_turn == 1 else f'{per_turn} tool calls'} "
+                    "per turn; make this call in a later turn",
+                )
+            elif len(self.calls) >= self.limits.max_tool_calls:
+                rec = CallRecord(
+                    turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments,
+                    status="skipped", error=f"tool-call limit of {self.limits.max_tool_calls} reached",
+                )
+                self.status = "limit:max_tool_calls"
+            else:
+                n_events = len(self.world.events)
+                rec = execute_call(call, turn, self.tool_specs, self.world)
+                for event in self.world.events[n_events:]:
+                    event.update(call=len(self.calls), turn=turn)
+            self.calls.append(rec)
+            msg = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation_text(rec)}
+            self.messages.append(msg)
+            out.append(msg)
+        return out
+
+    def fail(self, error: str) -> None:
+        """End the episode on a policy failure (recorded, never raised)."""
+        self.errors.append(error)
+        self.status = "error"
+
+    def record(self, **labels: Any) -> dict[str, Any]:
+        """The scored episode record."""
+        record: dict[str, Any] = {
+            **labels,
+            "task_id": self.task.id,
+            "family": self.task.family,
+            "status": self.status,
+            "final_answer": self.final_answer,
+            "turns": self.turns,
+            "messages": self.messages[self.prefix - 1 :],
+            "n_demo_messages": self.n_demo_messages,
+            "calls": [c.model_dump(mode="json") for c in self.calls],
+            "events": list(getattr(self.world, "events", [])),
+            "state_diff": state_diff(self.state_before, self.world.snapshot()),
+            "usage": self.usage,
+            "cost": self.cost,
+            "policy_s": round(self.policy_s, 6),
+            "wall_s": round(time.perf_counter() - self.started, 6),
+            "errors": self.errors,
+        }
+        record["scores"] = score_episode(self.suite, self.task, record, self.world)
+        return record
+
+
 async def run_episode(
     *,
     policy: Policy,
@@ -39,92 +145,18 @@ async def run_episode(
     labels: dict[str, Any],
 ) -> dict[str, Any]:
     """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults)."""
-    started = time.perf_counter()
-    world = suite.make_world(task)
-    state_before = world.snapshot()
-    tool_specs = {t.name: t for t in suite.tools}
-    tools = [t.openai() for t in suite.tools]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *demos]
-    messages.append({"role": "user", "content": task.prompt})
-    prefix = len(messages)
+    state = EpisodeState(suite, task, system_prompt, demos, limits)
     ctx = EpisodeContext(task=task, suite=suite, sample=sample, shots=shots)
-    calls: list[CallRecord] = []
-    errors: list[str] = []
-    usage = {"prompt_tokens": 0, "completion_tokens": 0}
-    cost: float | None = None
-    policy_s = 0.0
-    final_answer: str | None = None
-    status = "limit:max_turns"
-    turns = 0
-
-    for turn in range(limits.max_turns):
+    while not state.done:
         try:
-            reply = await policy.act(messages, tools, sampling, ctx)
+            reply = await policy.act(state.messages, state.tools, sampling, ctx)
         except UserError:  # a set-up problem (missing extra, server that cannot start): end the run
             raise
         except Exception as exc:  # backend failure after its own retries: record, do not drop
-            errors.append(f"policy: {type(exc).__name__}: {exc}")
-            status = "error"
+            state.fail(f"policy: {type(exc).__name__}: {exc}")
             break
-        turns += 1
-        policy_s += reply.latency_s
-        usage["prompt_tokens"] += reply.usage.prompt_tokens
-        usage["completion_tokens"] += reply.usage.completion_tokens
-        if reply.cost is not None:
-            cost = (cost or 0.0) + reply.cost
-        reply.tool_calls = _unique_ids(reply.tool_calls, turn)
-        messages.append(reply.openai())
-        if not reply.tool_calls:
-            final_answer = reply.content or ""
-            status = "done"
-            break
-        per_turn = suite.manifest.topology.calls_per_turn
-        for i, call in enumerate(reply.tool_calls):
-            if per_turn is not None and i >= per_turn:
-                rec = CallRecord(
-                    turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments, status="skipped",
-                    error=f"this topology takes {'one tool call' if per_turn == 1 else f'{per_turn} tool calls'} "
-                    "per turn; make this call in a later turn",
-                )
-            elif len(calls) >= limits.max_tool_calls:
-                rec = CallRecord(
-                    turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments,
-                    status="skipped", error=f"tool-call limit of {limits.max_tool_calls} reached",
-                )
-                status = "limit:max_tool_calls"
-            else:
-                n_events = len(world.events)
-                rec = execute_call(call, turn, tool_specs, world)
-                for event in world.events[n_events:]:
-                    event.update(call=len(calls), turn=turn)
-            calls.append(rec)
-            messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation_text(rec)})
-        if status == "limit:max_tool_calls":
-            break
-
-    state_after = world.snapshot()
-    record: dict[str, Any] = {
-        **labels,
-        "task_id": task.id,
-        "family": task.family,
-        "sample": sample,
-        "shots": shots,
-        "status": status,
-        "final_answer": final_answer,
-        "turns": turns,
-        "messages": messages[prefix - 1 :],
-        "n_demo_messages": len(demos),
-        "calls": [c.model_dump(mode="json") for c in calls],
-        "events": list(getattr(world, "events", [])),
-        "state_diff": state_diff(state_before, state_after),
-        "usage": usage,
-        "cost": cost,
-        "policy_s": round(policy_s, 6),
-        "wall_s": round(time.perf_counter() - started, 6),
-        "errors": errors,
-    }
-    record["scores"] = score_episode(suite, task, record, world)
-    return record
+        state.step(reply)
+    return state.record(**labels, sample=sample, shots=shots)
 
 
 def _unique_ids(tool_calls: list[ToolCall], turn: int) -> list[ToolCall]:

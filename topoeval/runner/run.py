@@ -8,6 +8,7 @@ import platform
 import re
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from topoeval import __version__
 from topoeval.discovery import REPO_ROOT, SuiteRegistry
 from topoeval.errors import UserError
+from topoeval.export import overlap_with_exports
 from topoeval.policies.base import Policy, SamplingParams
 from topoeval.models.cache import CachedPolicy, ResponseCache
 from topoeval.models.options import ModelOptions
@@ -74,6 +76,7 @@ def run_protocol(
     cache: bool = True,
     max_turns: int | None = None,
     max_tokens: int | None = None,
+    trained_on: list[str | Path] | tuple = (),
 ) -> RunResult:
     """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
 
@@ -82,13 +85,19 @@ def run_protocol(
     ``shots`` keeps only these baselines, ``max_turns`` / ``max_tokens`` override the protocol's
     limits (the run's protocol hash changes with them). ``model_options`` reach every model backend; with
     ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
+    ``trained_on``: ``topoeval export`` folders the models were trained on; evaluated tasks found in
+    them raise a :class:`ContaminationWarning` and are counted in run.json.
     """
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(arun_protocol(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
             suites_dirs=suites_dirs, progress=progress, shots=shots, model_options=model_options, cache=cache,
-            max_turns=max_turns, max_tokens=max_tokens,
+            max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on,
         ))
+
+
+class ContaminationWarning(UserWarning):
+    """A model declared training data that contains evaluated tasks."""
 
 
 def _loop_factory():
@@ -115,6 +124,7 @@ async def arun_protocol(
     cache: bool = True,
     max_turns: int | None = None,
     max_tokens: int | None = None,
+    trained_on: list[str | Path] | tuple = (),
 ) -> RunResult:
     t0 = time.perf_counter()
     registry = SuiteRegistry(suites_dirs)
@@ -141,6 +151,14 @@ async def arun_protocol(
     p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
     run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, p_hash, t_hash, k)
     meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
+    if trained_on:
+        overlap = overlap_with_exports(list(trained_on), task_sets)
+        meta["trained_on"] = overlap
+        write_json(run_dir / RUN_JSON, meta)
+        for export, count in overlap.items():
+            if count:
+                warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
+                              "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
     store = EpisodeStore(run_dir)
     reused = len(store.records)
     response_cache = ResponseCache(run_dir / "cache.sqlite") if cache and not all(is_reference(m) for m in models) else None

@@ -1,0 +1,108 @@
+"""Exporting a protocol's tasks for RL trainers, and checking evaluations against what was trained on.
+
+``topoeval export PROTOCOL --split train --out DIR`` writes ``DIR/<split>.parquet`` — one row per
+task of the train topology (or ``--topology NAME``) — and ``DIR/topoeval_export.json`` (protocol
+and task-set hashes, every task's fingerprint). Columns follow the ``verifiers`` conventions, plus
+what verl reads:
+
+| column | content |
+|---|---|
+| ``id`` | task id |
+| ``prompt`` | chat messages: the topology's system prompt, then the task's user message |
+| ``answer`` | the gold answer (text tasks) or the expected state change as JSON (state tasks) |
+| ``info`` | JSON: ``task`` (the full task, for :func:`topoeval.reward`), ``topology`` (suite, params, transforms), protocol, split, hashes |
+| ``tools`` | JSON: the tools in OpenAI format |
+| ``task`` | the topology name |
+| ``data_source`` / ``reward_model`` | verl's fields: ``topoeval/<protocol>/<topology>`` and ``{"style": "rule", "ground_truth": answer}`` |
+
+The train, dev, test and fewshot splits are disjoint by construction; a run given
+``--trained-on DIR`` still checks, by fingerprint, that none of its evaluated tasks is among the
+exported ones, and warns (and records it in run.json) if any is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from topoeval import __version__
+from topoeval.errors import UserError
+from topoeval.protocol import Protocol
+from topoeval.suite import Task, canonical_json
+from topoeval.topology import ResolvedTopology, task_set_hash, topology_from
+
+MANIFEST = "topoeval_export.json"
+
+
+def _answer(task: Task) -> str:
+    return task.answer if task.answer is not None else canonical_json(task.expected_state or {})
+
+
+def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], split: str, p_hash: str,
+                t_hash: str) -> list[dict[str, Any]]:
+    """The dataset rows of ``tasks`` (see the module docstring)."""
+    system = topo.system_prompt()
+    tools = json.dumps([t.openai() for t in topo.suite.tools], ensure_ascii=False)
+    spec = topo.spec.model_dump(mode="json", include={"name", "suite", "params", "transforms"})
+    rows = []
+    for task in tasks:
+        answer = _answer(task)
+        info = {"task": task.model_dump(mode="json"), "topology": spec, "protocol": protocol.name,
+                "protocol_sha256": p_hash, "task_set_sha256": t_hash, "split": split}
+        rows.append({
+            "id": task.id,
+            "prompt": [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}],
+            "answer": answer,
+            "info": json.dumps(info, ensure_ascii=False),
+            "tools": tools,
+            "task": topo.name,
+            "data_source": f"topoeval/{protocol.name}/{topo.name}",
+            "reward_model": {"style": "rule", "ground_truth": answer},
+        })
+    return rows
+
+
+def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int | None = None,
+                 topology: str | None = None, suites_dirs: list | tuple = ()) -> Path:
+    """Write ``split`` of the protocol's train topology (or ``topology``) to ``out``; returns the parquet path."""
+    from datasets import Dataset
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol_loader import load_protocol, protocol_hash
+
+    proto = protocol if isinstance(protocol, Protocol) else load_protocol(protocol, SuiteRegistry(suites_dirs))
+    counts = getattr(proto.tasks, split, None)
+    if n is None and counts is None:
+        raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give --n")
+    n = n if n is not None else counts.n
+    seed = counts.seed if counts is not None else 0
+    topo = topology_from(topology or proto.train.name, proto, suites_dirs)
+    tasks = topo.tasks(split, seed, n)
+    p_hash, t_hash = protocol_hash(proto), task_set_hash({topo.name: tasks})
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{split}.parquet"
+    Dataset.from_list(export_rows(proto, topo, tasks, split, p_hash, t_hash)).to_parquet(str(path))
+    manifest = {"protocol": proto.name, "protocol_sha256": p_hash, "topology": topo.name, "split": split,
+                "n": n, "seed": seed, "task_set_sha256": t_hash, "topoeval_version": __version__,
+                "fingerprints": sorted(t.fingerprint() for t in tasks)}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def overlap_with_exports(exports: list[str | Path], task_sets: dict[str, list[Task]]) -> dict[str, int]:
+    """For each export folder (or its manifest file), how many evaluated tasks it contains."""
+    evaluated = {t.fingerprint() for tasks in task_sets.values() for t in tasks}
+    out = {}
+    for e in exports:
+        path = Path(e)
+        path = path / MANIFEST if path.is_dir() else path
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UserError(f"--trained-on {e}: not a topoeval export ({exc})") from None
+        out[str(e)] = len(evaluated & set(manifest.get("fingerprints", [])))
+    return out
