@@ -222,6 +222,26 @@ def export(
     typer.echo(f"wrote {path}")
 
 
+@app.command()
+def publish(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run folders to publish.")],
+    repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
+    private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
+    dry_run: Annotated[Optional[Path], typer.Option(help="Write the folder that would be uploaded here instead.")] = None,
+    offline: Annotated[bool, typer.Option(help="With --dry-run: do not read the repo's current results.")] = False,
+    endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: huggingface_hub's, HF_ENDPOINT).")] = None,
+) -> None:
+    """Publish runs as a Hub dataset (results + latest + episodes + card), merging with the repo's rows."""
+    from topoeval.publish import publish as do_publish
+
+    if offline and dry_run is None:
+        raise UserError("--offline only goes with --dry-run (an upload needs the Hub)")
+    done = do_publish([str(d) for d in run_dirs], repo, private=private, dry_run=dry_run, offline=offline,
+                      endpoint=endpoint)
+    where = f"wrote {done['folder']}" if not done["uploaded"] else f"uploaded to {repo} (commit {done['commit']})"
+    typer.echo(f"{where}: {len(done['files'])} files, merged with {done['merged_rows']} existing result rows")
+
+
 def _terminate(signum, frame) -> None:
     """SIGTERM ends a run like Ctrl-C: finished episodes stay on disk, servers are stopped."""
     raise KeyboardInterrupt

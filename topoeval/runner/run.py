@@ -151,6 +151,10 @@ async def arun_protocol(
     p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
     run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, p_hash, t_hash, k)
     meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
+    # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
+    meta["overrides"] = {key: value for key, value in (("tasks", tasks), ("samples", samples), ("max_turns", max_turns),
+                                                     ("max_tokens", max_tokens)) if value is not None}
+    write_json(run_dir / RUN_JSON, meta)
     if trained_on:
         overlap = overlap_with_exports(list(trained_on), task_sets)
         meta["trained_on"] = overlap

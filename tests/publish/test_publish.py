@@ -1,0 +1,112 @@
+"""topoeval publish: the dry-run folder is a loadable dataset with a valid card; uploads go through
+huggingface_hub to a local recording server (the real Hub cannot be reached from here), merge
+with what the repo holds, survive 5xx answers, and never show the token."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import datasets
+import pytest
+from huggingface_hub import DatasetCard
+
+import topoeval
+from topoeval.publish import publish
+from topoeval.publish.hub import read_results
+
+from .hub_server import FakeHub
+
+TOKEN = "hf_topoevalTestToken0123456789"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runs")
+    first = topoeval.run_protocol("wiki_hops", ["oracle", "noop"], base / "a", tasks=2, shots=[0]).run_dir
+    again = topoeval.run_protocol("wiki_hops", ["oracle"], base / "b", tasks=2, shots=[0]).run_dir  # same task set
+    bigger = topoeval.run_protocol("wiki_hops", ["oracle"], base / "c", tasks=3, shots=[0]).run_dir  # another task set
+    return first, again, bigger
+
+
+def load(folder, config_file):
+    return datasets.load_dataset("parquet", data_files=str(Path(folder) / config_file), split="train")
+
+
+def test_dry_run_folder_is_a_dataset_with_a_valid_card(runs, tmp_path):
+    out = tmp_path / "stage"
+    done = publish([runs[0]], "org/board", dry_run=out, offline=True)
+    assert not done["uploaded"] and (out / "README.md").is_file()
+    results = load(out, "data/results.parquet")
+    row = results[0]
+    assert {"protocol", "model", "baseline", "topology", "metric", "mean", "std", "ci_low", "ci_high", "n",
+            "pass_at_k", "pass_hat_k", "protocol_sha256", "task_set_sha256", "topoeval_version", "date"} <= set(row)
+    success = [r for r in results if r["metric"] == "success" and r["model"] == "oracle"]
+    assert success and all(r["mean"] == 1.0 and r["n"] == 2 for r in success)
+    assert "--tasks 2" in success[0]["reproduce"] and "--shots 0" in success[0]["reproduce"]
+    episodes = datasets.load_dataset("parquet", data_files=str(out / "episodes/**/*.parquet"), split="train")
+    assert episodes.num_rows == 2 * 3 * 2  # models x topologies x tasks
+    card = DatasetCard.load(out / "README.md")
+    configs = {c["config_name"]: c for c in card.data.to_dict()["configs"]}
+    assert set(configs) == {"results", "latest", "episodes"} and configs["results"]["default"]
+    text = card.text
+    assert "## wiki_hops" in text and text.index("| oracle |") < text.index("| noop |")  # sorted by OOD success
+
+
+def test_upload_merges_replaces_same_key_and_keeps_a_latest_view(runs):
+    first, again, bigger = runs
+    with FakeHub() as hub:
+        publish([first], "org/board", endpoint=hub.url, retry_wait=0.01)
+        n_first = len(read_results_from(hub))
+        done = publish([again], "org/board", endpoint=hub.url, retry_wait=0.01)
+        assert done["merged_rows"] == n_first
+        rows = read_results_from(hub)
+        assert len(rows) == n_first  # oracle's rows replaced, noop's kept
+        assert {r["run_id"] for r in rows if r["model"] == "oracle"} == {Path(again).name}
+        assert {r["model"] for r in rows} == {"oracle", "noop"}
+        publish([bigger], "org/board", endpoint=hub.url, retry_wait=0.01)
+        rows = read_results_from(hub)
+        assert len({r["task_set_sha256"] for r in rows}) == 2  # another task set: added, not replaced
+        latest_rows = read_file(hub, "data/latest.parquet")
+        keys = [(r["protocol"], r["model"], r["baseline"], r["topology"], r["metric"]) for r in latest_rows]
+        assert len(keys) == len(set(keys))
+        assert len(hub.commits) == 3 and all("README.md" in c["files"] for c in hub.commits)
+
+
+def test_5xx_answers_are_retried(runs):
+    with FakeHub() as hub:
+        hub.fail_next = [("POST", r"^/api/repos/create$", 503), ("POST", r"/commit/main$", 502)]
+        done = publish([runs[0]], "org/board", endpoint=hub.url, retry_wait=0.01)
+        assert done["uploaded"] and len(hub.commits) == 1
+        assert [r["path"] for r in hub.requests].count("/api/repos/create") == 2
+        assert sum(1 for r in hub.requests if r["path"].endswith("/commit/main")) == 2
+
+
+def test_cli_uploads_with_the_env_token_and_never_shows_it(runs, tmp_path, topoeval_cmd):
+    env = {**os.environ, "HF_TOKEN": TOKEN}
+    with FakeHub() as hub:
+        proc = subprocess.run([*topoeval_cmd, "publish", str(runs[0]), "--repo", "org/board", "--endpoint", hub.url],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "uploaded to org/board" in proc.stdout
+        assert {r["auth"] for r in hub.requests} == {f"Bearer {TOKEN}"}  # the token came from the environment
+        assert all(TOKEN.encode() not in r["body"] for r in hub.requests)
+        out = tmp_path / "dry"
+        dry = subprocess.run([*topoeval_cmd, "publish", str(runs[0]), "--repo", "org/board", "--endpoint", hub.url,
+                              "--dry-run", str(out)], capture_output=True, text=True, env=env)
+        assert dry.returncode == 0 and "merged with" in dry.stdout
+    for text in (proc.stdout, proc.stderr, dry.stdout, dry.stderr):
+        assert TOKEN not in text
+    assert all(TOKEN.encode() not in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
+def read_file(hub, rel):
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"topoeval-hub-{os.getpid()}.parquet"
+    path.write_bytes(hub.repos["org/board"][rel])
+    try:
+        return read_results(path)
+    finally:
+        path.unlink()
+
+
+def read_results_from(hub):
+    return read_file(hub, "data/results.parquet")

@@ -1,0 +1,79 @@
+"""The dataset card (README.md) of a published leaderboard repo."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import yaml
+
+from topoeval import __version__
+
+CONFIGS = [
+    {"config_name": "results", "data_files": [{"split": "train", "path": "data/results.parquet"}], "default": True},
+    {"config_name": "latest", "data_files": [{"split": "train", "path": "data/latest.parquet"}]},
+    {"config_name": "episodes", "data_files": [{"split": "train", "path": "episodes/**/*.parquet"}]},
+]
+
+
+def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per protocol, one entry per model × baseline × task set: ID and OOD success and dq, sorted by
+    OOD success (mean over the OOD topologies), with ``tie`` set when it ties the entry above
+    (difference below 2 × the larger noise, noise = max(std, se))."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["protocol"], r["model"], r["baseline"], r["task_set_sha256"])].append(r)
+    boards: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (protocol, model, baseline, task_set), mine in groups.items():
+        def mean_of(role: str, metric: str) -> tuple[float | None, float]:
+            sel = [r for r in mine if r["role"] == role and r["metric"] == metric and r["mean"] is not None]
+            if not sel:
+                return None, 0.0
+            noise = max(max(r["std"] or 0.0, r["se"] or 0.0) for r in sel)
+            return sum(r["mean"] for r in sel) / len(sel), noise
+
+        s_id, _ = mean_of("id", "success")
+        s_ood, noise = mean_of("ood", "success")
+        dq_id, _ = mean_of("id", "dq")
+        dq_ood, _ = mean_of("ood", "dq")
+        boards[protocol].append({
+            "model": model, "baseline": baseline, "task_set": task_set[:12], "S_id": s_id, "S_ood": s_ood,
+            "dq_id": dq_id, "dq_ood": dq_ood, "noise": noise, "n": max(r["n"] for r in mine),
+            "reproduce": mine[0]["reproduce"], "protocol_sha256": mine[0]["protocol_sha256"],
+        })
+    for entries in boards.values():
+        entries.sort(key=lambda e: (-(e["S_ood"] if e["S_ood"] is not None else -1), e["model"], e["baseline"]))
+        for above, e in zip(entries, entries[1:]):
+            if e["S_ood"] is not None and above["S_ood"] is not None:
+                e["tie"] = abs(above["S_ood"] - e["S_ood"]) < 2 * max(above["noise"], e["noise"]) or above["S_ood"] == e["S_ood"]
+    return dict(boards)
+
+
+def _f(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def render_card(rows: list[dict[str, Any]], repo_id: str) -> str:
+    """README.md: YAML metadata (configs, license, tags), then one leaderboard per protocol."""
+    meta = {"configs": CONFIGS, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
+            "tags": ["topoeval", "agents", "tool-use", "evaluation", "leaderboard"]}
+    lines = ["---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
+             f"# topoeval leaderboard — `{repo_id}`", "",
+             f"How agents trained on one tool topology generalise to another, measured with topoeval {__version__}. "
+             "Configs: `results` (one row per "
+             "protocol × model × baseline × topology × metric: mean, std, se, 95 % CI, n, pass@k, pass^k, hashes, "
+             "date), `latest` (the newest row of each), `episodes` (every episode's conversation and scores).", "",
+             "Rows are sorted by OOD success (mean over the protocol's OOD topologies); `=` marks a row that ties "
+             "the one above it (difference below 2 × the larger std / standard error). Each row is reproduced by "
+             "its command on the protocol of the stated sha256.", ""]
+    for protocol, entries in sorted(leaderboard(rows).items()):
+        lines += [f"## {protocol}", "",
+                  "| # | model | baseline | OOD success | ID success | OOD dq | ID dq | n | task set | reproduce |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for i, e in enumerate(entries, 1):
+            tie = "=" if e.get("tie") else ""
+            lines.append(f"| {i} | {e['model']} | {e['baseline']} | {_f(e['S_ood'])}{tie} | {_f(e['S_id'])} | "
+                         f"{_f(e['dq_ood'])} | {_f(e['dq_id'])} | {e['n']} | `{e['task_set']}` | `{e['reproduce']}` |")
+        hashes = sorted({e["protocol_sha256"][:16] for e in entries})
+        lines += ["", f"Protocol sha256: {', '.join(f'`{h}`' for h in hashes)}.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""Staging a publish folder and uploading it to a Hub dataset repo in one commit.
+
+The token comes from huggingface_hub's usual sources (``HF_TOKEN``, ``huggingface-cli login``);
+topoeval never reads, prints or writes it. Each Hub request that fails with a 5xx or a network
+error is retried with exponential backoff (tenacity); a publish is idempotent (same files, one
+commit), so a retried or re-run publish cannot duplicate rows.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from topoeval.errors import UserError
+from topoeval.publish.card import render_card
+from topoeval.publish.tables import episode_rows, episodes_path, latest, merge, result_rows
+
+RESULTS_FILE = "data/results.parquet"
+LATEST_FILE = "data/latest.parquet"
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    from datasets import Dataset
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(rows).to_parquet(str(path))
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Rows of a results parquet file (through ``datasets``)."""
+    from datasets import load_dataset
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+    return load_dataset("parquet", data_files=str(path), split="train").to_list()
+
+
+def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
+          existing: list[dict[str, Any]] | None = None) -> list[str]:
+    """Write the folder a publish uploads: results merged into ``existing``, the latest view,
+    the runs' episodes and the card. Returns the repo paths written."""
+    out = Path(out)
+    new = [row for d in run_dirs for row in result_rows(d)]
+    if not new:
+        raise UserError("nothing to publish: the runs have no cells")
+    rows = merge(existing or [], new)
+    _write_parquet(rows, out / RESULTS_FILE)
+    _write_parquet(latest(rows), out / LATEST_FILE)
+    written = [RESULTS_FILE, LATEST_FILE]
+    for d in run_dirs:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in episode_rows(d):
+            groups.setdefault(episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"]), []).append(row)
+        for rel, ep_rows in sorted(groups.items()):
+            _write_parquet(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel)
+            written.append(rel)
+    (out / "README.md").write_text(render_card(rows, repo_id), encoding="utf-8")
+    written.append("README.md")
+    return written
+
+
+def _transient(exc: BaseException) -> bool:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if isinstance(exc, HfHubHTTPError):
+        status = getattr(exc.response, "status_code", None)
+        return status is not None and status >= 500
+    return isinstance(exc, (ConnectionError, TimeoutError)) or type(exc).__name__ in ("ConnectError", "ReadTimeout")
+
+
+def _retrying(fn, wait: float, attempts: int = 5):
+    return retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(attempts),
+                 wait=wait_exponential(multiplier=wait, max=30 * wait), reraise=True)(fn)
+
+
+def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float) -> list[dict[str, Any]]:
+    """The repo's current results rows ([] for a new repo or one without results yet)."""
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+
+    def download() -> str:
+        return api.hf_hub_download(repo_id, RESULTS_FILE, repo_type="dataset", cache_dir=str(workdir / "cache"))
+
+    try:
+        return read_results(Path(_retrying(download, wait)()))
+    except (EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError):
+        return []
+    except HfHubHTTPError as exc:
+        if getattr(exc.response, "status_code", None) == 404:
+            return []
+        raise
+
+
+def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, dry_run: str | Path | None = None,
+            offline: bool = False, endpoint: str | None = None, retry_wait: float = 1.0) -> dict[str, Any]:
+    """Publish runs to ``repo_id`` (a dataset repo), merging with what it holds.
+
+    ``dry_run``: write the folder that would be uploaded there instead of uploading (the repo's
+    current results are still read, unless ``offline``). Returns what was done.
+    """
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    if "/" not in repo_id:
+        raise UserError(f"--repo takes ORG/NAME, not '{repo_id}'")
+    api = HfApi(endpoint=endpoint)
+    with tempfile.TemporaryDirectory(prefix="topoeval-publish-") as tmp:
+        work = Path(tmp)
+        if dry_run is None:
+            _retrying(lambda: api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True), retry_wait)()
+        existing = [] if offline else fetch_existing(api, repo_id, work, retry_wait)
+        staged = Path(dry_run) if dry_run is not None else work / "stage"
+        if dry_run is not None and staged.exists():
+            shutil.rmtree(staged)
+        files = stage(run_dirs, staged, repo_id, existing)
+        result = {"repo": repo_id, "files": files, "merged_rows": len(existing), "folder": str(staged)}
+        if dry_run is not None:
+            return {**result, "uploaded": False}
+        ops = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(staged / rel)) for rel in files]
+        message = f"topoeval: publish {len(run_dirs)} run(s)"
+        info = _retrying(lambda: api.create_commit(repo_id, operations=ops, commit_message=message,
+                                                  repo_type="dataset"), retry_wait)()
+        return {**result, "uploaded": True, "commit": getattr(info, "oid", None), "folder": None}

@@ -1,0 +1,110 @@
+"""The tables a publish writes: results rows, episode rows, the merge, and the latest view."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from topoeval import __version__
+from topoeval.errors import UserError
+from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json
+
+#: A results row is replaced by a newer publish of the same key.
+RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256")
+#: The latest view keeps, per model, the newest row of each of these.
+LATEST_KEY = ("protocol", "model", "baseline", "topology", "metric")
+SCORE_COLUMNS = ("success", "f1", "dq", "clarification", "priority", "risk", "parallelism", "efficiency")
+
+
+def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(run.json, summary.json) of a finished run folder."""
+    run_dir = Path(run_dir)
+    try:
+        return read_json(run_dir / RUN_JSON), read_json(run_dir / "summary.json")
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{run_dir}: not a finished run folder ({exc})") from None
+
+
+def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
+    """The `topoeval run` command that reproduces one row (the protocol hash pins the rest)."""
+    shots = re.match(r"(\d+)-shot", baseline)
+    parts = [f"topoeval run {meta['protocol']['name']} --model {model}"]
+    if shots:
+        parts.append(f"--shots {shots.group(1)}")
+    for key, flag in (("tasks", "--tasks"), ("samples", "--samples"), ("max_turns", "--max-turns"),
+                      ("max_tokens", "--max-tokens")):
+        if key in meta.get("overrides", {}):
+            parts.append(f"{flag} {meta['overrides'][key]}")
+    return " ".join(parts)
+
+
+def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per model × baseline × topology × metric of a run."""
+    meta, summary = load_run(run_dir)
+    date = meta.get("ended") or meta.get("started")
+    rows = []
+    for cell in summary["cells"]:
+        for metric, stats in cell["metrics"].items():
+            if not isinstance(stats, dict) or "mean" not in stats:
+                continue
+            ci = stats.get("ci95") or [None, None]
+            pass_k, pass_hat = stats.get("pass@k") or {}, stats.get("pass^k") or {}
+            rows.append({
+                "protocol": summary["protocol"], "model": cell["model"], "baseline": cell["baseline"],
+                "topology": cell["topology"], "role": cell["role"], "suite": cell["suite"], "metric": metric,
+                "mean": stats["mean"], "std": stats.get("std"), "se": stats.get("se"),
+                "ci_low": ci[0], "ci_high": ci[1], "n": stats.get("n", 0),
+                "pass_at_k": [pass_k[k] for k in sorted(pass_k, key=int)],
+                "pass_hat_k": [pass_hat[k] for k in sorted(pass_hat, key=int)],
+                "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
+                "samples": meta.get("samples", 1), "topoeval_version": meta.get("topoeval_version", __version__),
+                "date": date, "run_id": summary.get("run_id", Path(run_dir).name),
+                "reproduce": reproduce_command(meta, cell["model"], cell["baseline"]),
+            })
+    return rows
+
+
+def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One row per episode: labels, every score, and the conversation as JSON."""
+    meta, summary = load_run(run_dir)
+    rows = []
+    for rec in EpisodeStore(Path(run_dir)).records.values():
+        scores = rec.get("scores", {})
+        rows.append({
+            "protocol": summary["protocol"], "model": rec["model"], "baseline": rec["baseline"],
+            "topology": rec["topology"], "role": rec.get("role"), "episode_id": rec["episode_id"],
+            "task_id": rec["task_id"], "family": rec.get("family"), "sample": rec.get("sample", 0),
+            "status": rec["status"], "turns": rec.get("turns", 0), "tool_calls": scores.get("tool_calls", 0),
+            **{c: (None if scores.get(c) is None else float(scores[c])) for c in SCORE_COLUMNS},
+            "final_answer": rec.get("final_answer"),
+            "messages": json.dumps(rec.get("messages", []), ensure_ascii=False),
+            "calls": json.dumps(rec.get("calls", []), ensure_ascii=False),
+            "events": json.dumps(rec.get("events", []), ensure_ascii=False),
+            "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
+        })
+    return rows
+
+
+def merge(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``existing`` without the rows whose key ``new`` publishes again, then ``new``."""
+    fresh = {tuple(r[k] for k in RESULT_KEY) for r in new}
+    kept = [r for r in existing if tuple(r[k] for k in RESULT_KEY) not in fresh]
+    return sorted(kept + new, key=lambda r: (r["protocol"], r["model"], r["baseline"], r["topology"], r["metric"]))
+
+
+def latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per protocol × model × baseline × topology × metric, the most recently dated row."""
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        key = tuple(r[k] for k in LATEST_KEY)
+        if key not in best or (r["date"] or "") > (best[key]["date"] or ""):
+            best[key] = r
+    return sorted(best.values(), key=lambda r: tuple(r[k] for k in LATEST_KEY))
+
+
+def episodes_path(protocol: str, model: str, baseline: str, task_set: str) -> str:
+    """Where one (protocol, model, baseline, task set)'s episodes live in the repo (republish overwrites)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
+    return f"episodes/{protocol}/{slug}/{baseline}-{task_set[:12]}.parquet"
