@@ -23,7 +23,7 @@ comma    := ,
 # Reinstall whenever pyproject.toml changes.
 STAMP    := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: eval test install bench clean
+.PHONY: eval test install bench leaderboard clean
 
 install: $(STAMP)
 
@@ -47,6 +47,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/throughput.py --embedded --rounds 16
+
+# Regenerates the committed results/ snapshot (reference policies + the embedded model on every
+# shipped protocol; results/README.md is the leaderboard). About 15 minutes on 2 cores.
+leaderboard: $(STAMP)
+	$(BIN)/python -m topoeval.publish.leaderboard
 
 clean:
 	rm -rf $(VENV) .pytest_cache

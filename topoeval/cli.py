@@ -230,6 +230,7 @@ def publish(
     dry_run: Annotated[Optional[Path], typer.Option(help="Write the folder that would be uploaded here instead.")] = None,
     offline: Annotated[bool, typer.Option(help="With --dry-run: do not read the repo's current results.")] = False,
     endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: huggingface_hub's, HF_ENDPOINT).")] = None,
+    episodes: Annotated[bool, typer.Option(help="Include the per-episode config.")] = True,
 ) -> None:
     """Publish runs as a Hub dataset (results + latest + episodes + card), merging with the repo's rows."""
     from topoeval.publish import publish as do_publish
@@ -237,7 +238,7 @@ def publish(
     if offline and dry_run is None:
         raise UserError("--offline only goes with --dry-run (an upload needs the Hub)")
     done = do_publish([str(d) for d in run_dirs], repo, private=private, dry_run=dry_run, offline=offline,
-                      endpoint=endpoint)
+                      endpoint=endpoint, episodes=episodes)
     where = f"wrote {done['folder']}" if not done["uploaded"] else f"uploaded to {repo} (commit {done['commit']})"
     typer.echo(f"{where}: {len(done['files'])} files, merged with {done['merged_rows']} existing result rows")
 

@@ -42,9 +42,9 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
-          existing: list[dict[str, Any]] | None = None) -> list[str]:
+          existing: list[dict[str, Any]] | None = None, episodes: bool = True) -> list[str]:
     """Write the folder a publish uploads: results merged into ``existing``, the latest view,
-    the runs' episodes and the card. Returns the repo paths written."""
+    the runs' episodes (unless ``episodes=False``) and the card. Returns the repo paths written."""
     out = Path(out)
     new = [row for d in run_dirs for row in result_rows(d)]
     if not new:
@@ -53,7 +53,7 @@ def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
     _write_parquet(rows, out / RESULTS_FILE)
     _write_parquet(latest(rows), out / LATEST_FILE)
     written = [RESULTS_FILE, LATEST_FILE]
-    for d in run_dirs:
+    for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in episode_rows(d):
             groups.setdefault(episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"]), []).append(row)
@@ -97,7 +97,8 @@ def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float) -> list[d
 
 
 def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, dry_run: str | Path | None = None,
-            offline: bool = False, endpoint: str | None = None, retry_wait: float = 1.0) -> dict[str, Any]:
+            offline: bool = False, endpoint: str | None = None, retry_wait: float = 1.0,
+            episodes: bool = True) -> dict[str, Any]:
     """Publish runs to ``repo_id`` (a dataset repo), merging with what it holds.
 
     ``dry_run``: write the folder that would be uploaded there instead of uploading (the repo's
@@ -116,7 +117,7 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
         staged = Path(dry_run) if dry_run is not None else work / "stage"
         if dry_run is not None and staged.exists():
             shutil.rmtree(staged)
-        files = stage(run_dirs, staged, repo_id, existing)
+        files = stage(run_dirs, staged, repo_id, existing, episodes=episodes)
         result = {"repo": repo_id, "files": files, "merged_rows": len(existing), "folder": str(staged)}
         if dry_run is not None:
             return {**result, "uploaded": False}

@@ -1,0 +1,86 @@
+"""Reproduce the published wiki_to_travel numbers — the kind of script a paper ships.
+
+    python examples/reproduce_wiki_to_travel.py                  # reference policies (~30 s)
+    python examples/reproduce_wiki_to_travel.py --with-embedded  # + the embedded SmolLM2 quick look (~5 min)
+    python examples/reproduce_wiki_to_travel.py --published ORG/NAME   # numbers from a Hub leaderboard
+
+It (1) pins the protocol by its sha256, so an edited protocol cannot pass for the published one;
+(2) runs each model exactly as its published row was produced; (3) asserts every reproduced
+success and dq mean lies within the published 95 % CI (to 1e-9); (4) prints the table. Exit code
+1 when a number is out of its interval. The published numbers default to the committed snapshot
+``results/hub/data/results.parquet`` written by ``make leaderboard``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import topoeval
+from topoeval.protocol_loader import load_protocol, protocol_hash
+
+PROTOCOL = "wiki_to_travel"
+#: sha256 of protocols/wiki_to_travel.yaml as published (formatting and comments do not count).
+PROTOCOL_SHA256 = "a848abf7466c23d9f342948fef4fa57cbec69e11e9ec1bdebae2f39694937e7f"
+REFERENCE = ["oracle", "oracle-no-ask", "oracle-reckless", "oracle-no-priority", "oracle-serial",
+             "oracle-redundant", "noop"]
+EMBEDDED = "smollm2-135m"
+#: How the embedded model's row was produced (the quick look of `make eval`).
+QUICK_LOOK = {"tasks": 3, "shots": [0, 1], "max_turns": 6, "max_tokens": 64}
+METRICS = ("success", "dq")
+SNAPSHOT = Path(__file__).resolve().parents[1] / "results" / "hub" / "data" / "results.parquet"
+
+
+def published_rows(source: str | None, snapshot: Path) -> list[dict]:
+    import datasets
+
+    if source:  # a Hub leaderboard repo
+        return datasets.load_dataset(source, "results", split="train").to_list()
+    return datasets.load_dataset("parquet", data_files=str(snapshot), split="train").to_list()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--with-embedded", action="store_true", help="also reproduce the embedded model's row")
+    parser.add_argument("--published", help="Hub dataset repo to read the published numbers from")
+    parser.add_argument("--snapshot", type=Path, default=SNAPSHOT, help="results parquet to read (default: the committed one)")
+    parser.add_argument("--out", help="run folder root (default: a temporary folder)")
+    args = parser.parse_args()
+
+    protocol = load_protocol(PROTOCOL)
+    if protocol_hash(protocol) != PROTOCOL_SHA256:
+        print(f"protocol {PROTOCOL} changed since publication: sha256 {protocol_hash(protocol)}", file=sys.stderr)
+        return 1
+    published = {(r["model"], r["baseline"], r["topology"], r["metric"]): r
+                 for r in published_rows(args.published, args.snapshot) if r["protocol"] == PROTOCOL}
+    out = Path(args.out or tempfile.mkdtemp(prefix="reproduce-"))
+    runs = [(REFERENCE, {})] + ([([EMBEDDED], QUICK_LOOK)] if args.with_embedded else [])
+    failures, lines = 0, []
+    for models, overrides in runs:
+        result = topoeval.run_protocol(protocol, models, out / models[0], **overrides)
+        for cell in result.summary["cells"]:
+            for metric in METRICS:
+                mine = (cell["metrics"].get(metric) or {}).get("mean")
+                row = published.get((cell["model"], cell["baseline"], cell["topology"], metric))
+                if row is None or mine is None or row["mean"] is None:
+                    continue
+                lo, hi = row["ci_low"], row["ci_high"]
+                if row["task_set_sha256"] != result.summary["task_set_sha256"]:
+                    ok = False
+                    verdict = "task set differs"
+                else:
+                    ok = lo - 1e-9 <= mine <= hi + 1e-9
+                    verdict = "ok" if ok else "OUT OF CI"
+                failures += not ok
+                lines.append(f"{cell['model']:<19} {cell['baseline']:<7} {cell['topology']:<7} {metric:<8} "
+                             f"{row['mean']:>9.3f} [{lo:.3f}, {hi:.3f}] {mine:>10.3f}  {verdict}")
+    print(f"{'model':<19} {'baseline':<7} {'topology':<7} {'metric':<8} {'published':>9} {'95% CI':<14} {'reproduced':>10}")
+    print("\n".join(lines))
+    print(f"\n{len(lines) - failures}/{len(lines)} numbers reproduced within their published CI")
+    return 1 if failures or not lines else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""examples/reproduce_wiki_to_travel.py reproduces the committed snapshot, and notices a changed number."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "examples" / "reproduce_wiki_to_travel.py"
+SNAPSHOT = ROOT / "results" / "hub" / "data" / "results.parquet"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_reference_rows_reproduce_within_their_published_ci(tmp_path):
+    proc = run("--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    done, total = last.split()[0].split("/")
+    assert done == total and int(total) >= 7 * 4 * 2 * 2  # models x baselines x topologies x metrics
+
+
+def test_a_published_number_that_does_not_reproduce_fails(tmp_path):
+    rows = datasets.load_dataset("parquet", data_files=str(SNAPSHOT), split="train").to_list()
+    for r in rows:
+        if r["protocol"] == "wiki_to_travel" and r["model"] == "oracle" and r["metric"] == "success":
+            r["mean"], r["ci_low"], r["ci_high"] = 0.5, 0.4, 0.6
+    tampered = tmp_path / "tampered.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(tampered))
+    proc = run("--out", str(tmp_path / "r"), "--snapshot", str(tampered))
+    assert proc.returncode == 1 and "OUT OF CI" in proc.stdout
