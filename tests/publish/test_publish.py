@@ -110,3 +110,12 @@ def read_file(hub, rel):
 
 def read_results_from(hub):
     return read_file(hub, "data/results.parquet")
+
+
+def test_without_episodes_the_card_declares_only_what_is_there(runs, tmp_path):
+    out = tmp_path / "lean"
+    done = publish([runs[0]], "org/board", dry_run=out, offline=True, episodes=False)
+    assert not (out / "episodes").exists() and not any(f.startswith("episodes/") for f in done["files"])
+    configs = [c["config_name"] for c in DatasetCard.load(out / "README.md").data.to_dict()["configs"]]
+    assert configs == ["results", "latest"]
+    assert load(out, "data/latest.parquet").num_rows == load(out, "data/results.parquet").num_rows

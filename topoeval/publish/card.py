@@ -53,16 +53,19 @@ def _f(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
-def render_card(rows: list[dict[str, Any]], repo_id: str) -> str:
-    """README.md: YAML metadata (configs, license, tags), then one leaderboard per protocol."""
-    meta = {"configs": CONFIGS, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
+def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True) -> str:
+    """README.md: YAML metadata (configs, license, tags), then one leaderboard per protocol.
+    ``episodes=False``: the repo holds no per-episode files, so that config is not declared."""
+    configs = [c for c in CONFIGS if episodes or c["config_name"] != "episodes"]
+    meta = {"configs": configs, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
             "tags": ["topoeval", "agents", "tool-use", "evaluation", "leaderboard"]}
     lines = ["---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
              f"# topoeval leaderboard — `{repo_id}`", "",
              f"How agents trained on one tool topology generalise to another, measured with topoeval {__version__}. "
              "Configs: `results` (one row per "
              "protocol × model × baseline × topology × metric: mean, std, se, 95 % CI, n, pass@k, pass^k, hashes, "
-             "date), `latest` (the newest row of each), `episodes` (every episode's conversation and scores).", "",
+             "date), `latest` (the newest row of each)"
+             + (", `episodes` (every episode's conversation and scores)." if episodes else "."), "",
              "Rows are sorted by OOD success (mean over the protocol's OOD topologies); `=` marks a row that ties "
              "the one above it (difference below 2 × the larger std / standard error). Each row is reproduced by "
              "its command on the protocol of the stated sha256.", ""]

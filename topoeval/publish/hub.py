@@ -60,7 +60,7 @@ def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
         for rel, ep_rows in sorted(groups.items()):
             _write_parquet(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel)
             written.append(rel)
-    (out / "README.md").write_text(render_card(rows, repo_id), encoding="utf-8")
+    (out / "README.md").write_text(render_card(rows, repo_id, episodes), encoding="utf-8")
     written.append("README.md")
     return written
 
