@@ -50,3 +50,28 @@ def test_a_run_warns_when_the_model_was_trained_on_evaluated_tasks(tmp_path):
         res = topoeval.run_protocol("wiki_hops", ["oracle"], tmp_path / "r", tasks=2, shots=[0],
                                     trained_on=[clean, leaked])
     assert json.loads((res.run_dir / "run.json").read_text())["trained_on"] == {str(clean): 0, str(leaked): 2}
+
+
+def test_a_bare_suite_exports_its_default_topology(tmp_path):
+    import asyncio
+
+    from topoeval.policies.base import EpisodeContext, SamplingParams
+    from topoeval.policies.registry import make_policy
+
+    export_tasks("travel", tmp_path, split="train", n=5, seed=3)
+    rows = datasets.load_dataset("parquet", data_files=str(tmp_path / "train.parquet"), split="train").to_list()
+    assert [r["task"] for r in rows] == ["travel"] * 5
+    with pytest.raises(Exception, match="needs --n"):
+        export_tasks("travel", tmp_path / "x", split="train")
+    # the oracle, driven through the env on the exported task, earns the exported row's reward of 1
+    env = topoeval.make_env("travel")
+    task = topoeval.suite.Task.model_validate(json.loads(rows[0]["info"])["task"])
+    obs, info = env.reset(options={"task": task})
+    policy = make_policy("oracle")
+    ctx = EpisodeContext(task=task, suite=env.topology.suite, sample=0, shots=0)
+    done = False
+    while not done:
+        reply = asyncio.run(policy.act(info["messages"], info["tools"], SamplingParams(), ctx))
+        obs, reward, terminated, truncated, info = env.step(reply.openai())
+        done = terminated or truncated
+    assert reward == 1.0 and topoeval.reward(rows[0], info["messages"]) == 1.0

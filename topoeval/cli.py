@@ -206,11 +206,12 @@ def sensitivity(
 
 @app.command()
 def export(
-    protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name.")],
+    protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name, or a suite name.")],
     out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet and topoeval_export.json).")],
     split: Annotated[str, typer.Option(help="train | dev | test | fewshot.")] = "train",
     n: Annotated[Optional[int], typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
     topology: Annotated[Optional[str], typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
+    seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,
     suites_dir: SuitesDir = None,
 ) -> None:
     """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns)."""
@@ -218,7 +219,7 @@ def export(
 
     if split not in ("train", "dev", "test", "fewshot"):
         raise UserError(f"--split must be train, dev, test or fewshot, not '{split}'")
-    path = export_tasks(protocol, out, split=split, n=n, topology=topology, suites_dirs=suites_dir or ())
+    path = export_tasks(protocol, out, split=split, n=n, topology=topology, seed=seed, suites_dirs=suites_dir or ())
     typer.echo(f"wrote {path}")
 
 

@@ -63,17 +63,33 @@ def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], s
     return rows
 
 
+def _suite_protocol(suite: str, split: str, n: int | None, seed: int) -> Protocol:
+    """A one-topology protocol around a bare suite (``topoeval export SUITE``)."""
+    if n is None:
+        raise UserError(f"exporting the suite '{suite}' needs --n (a protocol would give the count)")
+    spec = {"name": suite, "suite": suite}
+    return Protocol.model_validate({"name": f"suite-{suite}", "train": spec, "test": [{**spec, "role": "id"}],
+                                    "tasks": {"test": {"n": 1}, split: {"n": n, "seed": seed}}})
+
+
 def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int | None = None,
-                 topology: str | None = None, suites_dirs: list | tuple = ()) -> Path:
-    """Write ``split`` of the protocol's train topology (or ``topology``) to ``out``; returns the parquet path."""
+                 topology: str | None = None, seed: int = 0, suites_dirs: list | tuple = ()) -> Path:
+    """Write ``split`` of the protocol's train topology (or ``topology``) to ``out``; returns the
+    parquet path. ``protocol`` may also be a suite name: its default topology, ``n`` tasks from ``seed``."""
     from datasets import Dataset
     from datasets.utils.logging import disable_progress_bar
 
     disable_progress_bar()
-    from topoeval.discovery import SuiteRegistry
+    from topoeval.discovery import SuiteRegistry, resolve_protocol_path
     from topoeval.protocol_loader import load_protocol, protocol_hash
 
-    proto = protocol if isinstance(protocol, Protocol) else load_protocol(protocol, SuiteRegistry(suites_dirs))
+    registry = SuiteRegistry(suites_dirs)
+    if isinstance(protocol, Protocol):
+        proto = protocol
+    elif isinstance(protocol, str) and protocol in registry and not _is_protocol(protocol, resolve_protocol_path):
+        proto = _suite_protocol(protocol, split, n, seed)
+    else:
+        proto = load_protocol(protocol, registry)
     counts = getattr(proto.tasks, split, None)
     if n is None and counts is None:
         raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give --n")
@@ -91,6 +107,14 @@ def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int
                 "fingerprints": sorted(t.fingerprint() for t in tasks)}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def _is_protocol(name: str, resolve_protocol_path) -> bool:
+    try:
+        resolve_protocol_path(name)
+    except UserError:
+        return False
+    return True
 
 
 def overlap_with_exports(exports: list[str | Path], task_sets: dict[str, list[Task]]) -> dict[str, int]:
