@@ -62,6 +62,7 @@ def test_batch_api_answers_several_lookups_in_one_call_and_scores_like_parallel_
     suite, params = resolved("travel", [TransformSpec(name="batch_api")], {"families": ["flexible"]})
     assert {"search_flights_batch", "get_city_events_batch"} <= {t.name for t in suite.tools}
     assert "ask_user_batch" not in {t.name for t in suite.tools}  # the user channel is never batched
+    assert suite.manifest.topology.schema_name.endswith("+batch")
     for task in suite.tasks(params, "test", 2, 6):
         rec = rollout(suite, task, "oracle")
         batches = [c for c in rec["calls"] if c["name"] == "search_flights_batch"]

@@ -51,11 +51,16 @@ class BatchSuite(SuiteView):
     """``inner`` plus a batch tool per batchable tool."""
 
     def __init__(self, inner: Suite):
-        super().__init__(inner, tools=_with_batches(list(inner.tools)), topology_update={})
+        super().__init__(inner, tools=_with_batches(list(inner.tools)),
+                         topology_update={"schema_name": inner.manifest.topology.schema_name + "+batch"})
         self.batch_of = {t.name + BATCH_SUFFIX: t.name for t in inner.tools if _batchable(t)}
 
     def tools_for(self, params: BaseModel) -> list[ToolSpec]:
         return _with_batches(list(self.inner.tools_for(params)))
+
+    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+        inner = self.inner.topology_for(params)
+        return inner.model_copy(update={"schema_name": inner.schema_name + "+batch"})
 
     def system_prompt(self, params: BaseModel) -> str:
         return self.inner.system_prompt(params) + " A tool ending in _batch answers several look-ups in one call."
@@ -180,4 +185,4 @@ def no_batch(suite: Suite, args: dict[str, Any]) -> Suite:
     return OneCallPerTurnSuite(suite)
 
 
-__all__ = ["BatchSuite", "OneCallPerTurnSuite", "TopologyDescriptor", "batch_api", "no_batch"]
+__all__ = ["BatchSuite", "OneCallPerTurnSuite", "batch_api", "no_batch"]
