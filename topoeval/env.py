@@ -11,7 +11,7 @@ in ``info["messages"]`` and the tool specs (OpenAI format) in ``info["tools"]``.
 assistant message: an OpenAI-format dict (``content``, ``tool_calls``), an
 :class:`~topoeval.messages.AssistantMessage`, or a string whose ``<tool_call>{...}</tool_call>``
 blocks are its calls (the prompt-tools format of :mod:`topoeval.models.prompt_tools`). The episode
-terminates on a message without tool calls and is truncated at ``max_turns``; either way the final
+terminates on a message without tool calls and is truncated at ``max_turns`` (or ``max_tool_calls``); either way the final
 step's reward is the episode's score (``success`` by default; see :func:`topoeval.reward`) and
 ``info["scores"]`` holds every metric. Malformed calls become error observations, never exceptions.
 
@@ -109,8 +109,8 @@ class TopologyEnv(_Base):
         if self.state.done:
             raise RuntimeError("the episode is over; call reset()")
         results = self.state.step(as_assistant_message(action))
-        terminated = self.state.status != "limit:max_turns"
-        truncated = not terminated and self.state.done
+        terminated = self.state.status == "done"  # the agent ended the episode
+        truncated = not terminated and self.state.done  # a turn or tool-call limit ended it
         info = self._info()
         reward = 0.0
         if terminated or truncated:
