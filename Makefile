@@ -49,7 +49,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/throughput.py --embedded --rounds 16
 
 # Regenerates the committed results/ snapshot (reference policies + the embedded model on every
-# shipped protocol; results/README.md is the leaderboard). About 15 minutes on 2 cores.
+# shipped protocol; results/README.md is the leaderboard). 26 minutes on 2 cores here (shared
+# with a test run), nearly all of it the embedded model; re-running resumes.
 leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
 
