@@ -28,6 +28,7 @@ from typing import Any
 
 from topoeval import __version__
 from topoeval.errors import UserError
+from topoeval.parquet import write_rows
 from topoeval.protocol import Protocol
 from topoeval.suite import Task, canonical_json
 from topoeval.topology import ResolvedTopology, task_set_hash, topology_from
@@ -76,10 +77,6 @@ def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int
                  topology: str | None = None, seed: int = 0, suites_dirs: list | tuple = ()) -> Path:
     """Write ``split`` of the protocol's train topology (or ``topology``) to ``out``; returns the
     parquet path. ``protocol`` may also be a suite name: its default topology, ``n`` tasks from ``seed``."""
-    from datasets import Dataset
-    from datasets.utils.logging import disable_progress_bar
-
-    disable_progress_bar()
     from topoeval.discovery import SuiteRegistry, resolve_protocol_path
     from topoeval.protocol_loader import load_protocol, protocol_hash
 
@@ -101,7 +98,7 @@ def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{split}.parquet"
-    Dataset.from_list(export_rows(proto, topo, tasks, split, p_hash, t_hash)).to_parquet(str(path))
+    write_rows(export_rows(proto, topo, tasks, split, p_hash, t_hash), path)
     manifest = {"protocol": proto.name, "protocol_sha256": p_hash, "topology": topo.name, "split": split,
                 "n": n, "seed": seed, "task_set_sha256": t_hash, "topoeval_version": __version__,
                 "fingerprints": sorted(t.fingerprint() for t in tasks)}

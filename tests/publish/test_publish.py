@@ -12,7 +12,7 @@ from huggingface_hub import DatasetCard
 
 import topoeval
 from topoeval.publish import publish
-from topoeval.publish.hub import read_results
+from topoeval.parquet import read_rows
 
 from .hub_server import FakeHub
 
@@ -103,7 +103,7 @@ def read_file(hub, rel):
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"topoeval-hub-{os.getpid()}.parquet"
     path.write_bytes(hub.repos["org/board"][rel])
     try:
-        return read_results(path)
+        return read_rows(path)
     finally:
         path.unlink()
 

@@ -16,29 +16,12 @@ from typing import Any
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from topoeval.errors import UserError
+from topoeval.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
 from topoeval.publish.tables import episode_rows, episodes_path, latest, merge, result_rows
 
 RESULTS_FILE = "data/results.parquet"
 LATEST_FILE = "data/latest.parquet"
-
-
-def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
-    from datasets import Dataset
-    from datasets.utils.logging import disable_progress_bar
-
-    disable_progress_bar()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(rows).to_parquet(str(path))
-
-
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """Rows of a results parquet file (through ``datasets``)."""
-    from datasets import load_dataset
-    from datasets.utils.logging import disable_progress_bar
-
-    disable_progress_bar()
-    return load_dataset("parquet", data_files=str(path), split="train").to_list()
 
 
 def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
@@ -50,15 +33,15 @@ def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
     if not new:
         raise UserError("nothing to publish: the runs have no cells")
     rows = merge(existing or [], new)
-    _write_parquet(rows, out / RESULTS_FILE)
-    _write_parquet(latest(rows), out / LATEST_FILE)
+    write_rows(rows, out / RESULTS_FILE)
+    write_rows(latest(rows), out / LATEST_FILE)
     written = [RESULTS_FILE, LATEST_FILE]
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in episode_rows(d):
             groups.setdefault(episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"]), []).append(row)
         for rel, ep_rows in sorted(groups.items()):
-            _write_parquet(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel)
+            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel)
             written.append(rel)
     (out / "README.md").write_text(render_card(rows, repo_id, episodes), encoding="utf-8")
     written.append("README.md")
@@ -87,7 +70,7 @@ def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float) -> list[d
         return api.hf_hub_download(repo_id, RESULTS_FILE, repo_type="dataset", cache_dir=str(workdir / "cache"))
 
     try:
-        return read_results(Path(_retrying(download, wait)()))
+        return read_rows(_retrying(download, wait)())
     except (EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError):
         return []
     except HfHubHTTPError as exc:

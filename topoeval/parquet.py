@@ -1,0 +1,31 @@
+"""Rows to and from parquet through ``datasets`` (the format exports and published tables share)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _quiet() -> None:
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+
+
+def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write ``rows`` (dicts with the same keys) as one parquet file; parent folders are created."""
+    from datasets import Dataset
+
+    _quiet()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(rows).to_parquet(str(path))
+    return path
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a parquet file, loaded with ``datasets.load_dataset``."""
+    from datasets import load_dataset
+
+    _quiet()
+    return load_dataset("parquet", data_files=str(path), split="train").to_list()
