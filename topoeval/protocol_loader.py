@@ -108,9 +108,11 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
             errors.append(((*loc, "suite"), f"unknown suite '{topo.suite}'{did_you_mean(topo.suite, registry.names())}"))
             continue
         suite = registry.get(topo.suite)
+        params_ok = True
         try:
             suite.parse_params(topo.params)
         except ValidationError as exc:
+            params_ok = False
             errors += [((*loc, "params", *e["loc"]), _message(e)) for e in exc.errors()]
         for j, tr in enumerate(topo.transforms):
             if tr.name not in transforms:
@@ -124,7 +126,7 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
             except UserError as exc:
                 errors.append(((*loc, "transforms"), str(exc)))
             else:
-                if topo.transforms:  # parameters the transforms fix must agree with the given ones
+                if topo.transforms and params_ok:  # parameters the transforms fix must agree with the given ones
                     try:
                         transformed.parse_params(topo.params)
                     except ValidationError as exc:

@@ -16,10 +16,11 @@ def score_episode(suite: Suite, task: Task, record: dict[str, Any], world: World
     :mod:`topoeval.metrics.dimensions` (``None`` where a dimension does not apply).
     """
     scores: dict[str, Any] = dict(suite.score(task, record.get("final_answer"), world))
-    calls, events = suite.expand_calls(record.get("calls", []), record.get("events", []))
-    topology = suite.manifest.topology
-    scores.update(decision_quality(task, {**record, "calls": calls, "events": events},
-                                   {t.name: t for t in suite.tools}, serial_only=topology.calls_per_turn == 1))
+    # the metrics read a batch call as its parts; the counts below are of the calls the model made
+    metric_calls, metric_events = suite.expand_calls(record.get("calls", []), record.get("events", []))
+    scores.update(decision_quality(task, {**record, "calls": metric_calls, "events": metric_events},
+                                   {t.name: t for t in suite.tools},
+                                   serial_only=suite.manifest.topology.calls_per_turn == 1))
     calls = record.get("calls", [])
     usage = record.get("usage") or {}
     scores["tool_calls"] = sum(1 for c in calls if c["status"] != "skipped")

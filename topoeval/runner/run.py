@@ -154,15 +154,14 @@ async def arun_protocol(
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
     meta["overrides"] = {key: value for key, value in (("tasks", tasks), ("samples", samples), ("max_turns", max_turns),
                                                      ("max_tokens", max_tokens)) if value is not None}
-    write_json(run_dir / RUN_JSON, meta)
-    if trained_on:
-        overlap = overlap_with_exports(list(trained_on), task_sets)
+    overlap = overlap_with_exports(list(trained_on), task_sets) if trained_on else {}
+    if overlap:
         meta["trained_on"] = overlap
-        write_json(run_dir / RUN_JSON, meta)
-        for export, count in overlap.items():
-            if count:
-                warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
-                              "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
+    write_json(run_dir / RUN_JSON, meta)
+    for export, count in overlap.items():
+        if count:
+            warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
+                          "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
     store = EpisodeStore(run_dir)
     reused = len(store.records)
     response_cache = ResponseCache(run_dir / "cache.sqlite") if cache and not all(is_reference(m) for m in models) else None
