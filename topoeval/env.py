@@ -21,10 +21,9 @@ With ``gymnasium`` installed the class is a real ``gymnasium.Env`` (``Text`` spa
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from topoeval.messages import AssistantMessage, ToolCall
+from topoeval.messages import AssistantMessage
 from topoeval.protocol import Limits
 from topoeval.rewards import combine
 from topoeval.runner.episode import EpisodeState
@@ -44,23 +43,16 @@ MAX_TEXT = 1_000_000
 
 
 def as_assistant_message(action: Any) -> AssistantMessage:
-    """An assistant message from a dict, an AssistantMessage or prompt-tools text."""
+    """An assistant message from an OpenAI-format dict, an AssistantMessage or prompt-tools text."""
+    from topoeval.models.openai_format import message_from_openai
+    from topoeval.models.prompt_tools import prompt_reply
+
     if isinstance(action, AssistantMessage):
         return action
     if isinstance(action, str):
-        from topoeval.models.prompt_tools import parse_prompt_reply
-
-        content, calls = parse_prompt_reply(action)
-        return AssistantMessage(content=(content or None) if calls else action, tool_calls=calls)
+        return prompt_reply(AssistantMessage(content=action))
     if isinstance(action, dict):
-        calls = []
-        for i, c in enumerate(action.get("tool_calls") or []):
-            fn = c.get("function", c) if isinstance(c, dict) else {}
-            args = fn.get("arguments", "{}")
-            calls.append(ToolCall(id=str(c.get("id") or f"call_{i}") if isinstance(c, dict) else f"call_{i}",
-                                  name=str(fn.get("name", "")),
-                                  arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
-        return AssistantMessage(content=action.get("content"), tool_calls=calls)
+        return message_from_openai(action, None)
     raise TypeError(f"an action is an assistant message (dict, AssistantMessage or str), not {type(action).__name__}")
 
 
