@@ -18,11 +18,11 @@ def test_export_loads_with_datasets_and_rewards_its_own_answers(tmp_path, topoev
     assert proc.returncode == 0, proc.stderr
     ds = datasets.load_dataset("parquet", data_files=str(out / "train.parquet"), split="train")
     assert ds.num_rows == 12
-    assert set(ds.column_names) >= {"id", "prompt", "answer", "info", "tools", "task", "data_source", "reward_model"}
+    assert set(ds.column_names) >= {"id", "prompt", "answer", "info", "tools", "topology", "data_source", "reward_model"}
     row = ds[0]
-    assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["task"] == "wiki"
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["topology"] == "wiki"
     info = json.loads(row["info"])
-    assert info["split"] == "train" and info["task"]["id"] == row["id"] and info["topology"]["suite"] == "wiki"
+    assert info["split"] == "train" and info["topoeval_task"]["id"] == row["id"] and info["topology"]["suite"] == "wiki"
     assert {t["function"]["name"] for t in json.loads(row["tools"])} == {"search", "open_page"}
     assert topoeval.reward(row, [{"role": "assistant", "content": f"Answer: {row['answer']}"}]) == 1.0
     assert topoeval.reward(row, [{"role": "assistant", "content": "Answer: nobody"}]) == 0.0
@@ -60,12 +60,12 @@ def test_a_bare_suite_exports_its_default_topology(tmp_path):
 
     export_tasks("travel", tmp_path, split="train", n=5, seed=3)
     rows = datasets.load_dataset("parquet", data_files=str(tmp_path / "train.parquet"), split="train").to_list()
-    assert [r["task"] for r in rows] == ["travel"] * 5
+    assert [r["topology"] for r in rows] == ["travel"] * 5
     with pytest.raises(Exception, match="needs --n"):
         export_tasks("travel", tmp_path / "x", split="train")
     # the oracle, driven through the env on the exported task, earns the exported row's reward of 1
     env = topoeval.make_env("travel")
-    task = topoeval.suite.Task.model_validate(json.loads(rows[0]["info"])["task"])
+    task = topoeval.suite.Task.model_validate(json.loads(rows[0]["info"])["topoeval_task"])
     obs, info = env.reset(options={"task": task})
     policy = make_policy("oracle")
     ctx = EpisodeContext(task=task, suite=env.topology.suite, sample=0, shots=0)

@@ -10,9 +10,11 @@ what verl reads:
 | ``id`` | task id |
 | ``prompt`` | chat messages: the topology's system prompt, then the task's user message |
 | ``answer`` | the gold answer (text tasks) or the expected state change as JSON (state tasks) |
-| ``info`` | JSON: ``task`` (the full task, for :func:`topoeval.reward`), ``topology`` (suite, params, transforms), protocol, split, hashes |
+| ``info`` | JSON: ``topoeval_task`` (the full task, for :func:`topoeval.reward`), ``topology`` (suite, params, transforms), protocol, split, hashes |
 | ``tools`` | JSON: the tools in OpenAI format |
-| ``task`` | the topology name |
+| ``topology`` | the topology name |
+
+(verifiers reserves ``info["task"]`` and a ``task`` column for its own task payloads, hence the names.)
 | ``data_source`` / ``reward_model`` | verl's fields: ``topoeval/<protocol>/<topology>`` and ``{"style": "rule", "ground_truth": answer}`` |
 
 The train, dev, test and fewshot splits are disjoint by construction; a run given
@@ -49,7 +51,7 @@ def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], s
     rows = []
     for task in tasks:
         answer = _answer(task)
-        info = {"task": task.model_dump(mode="json"), "topology": spec, "protocol": protocol.name,
+        info = {"topoeval_task": task.model_dump(mode="json"), "topology": spec, "protocol": protocol.name,
                 "protocol_sha256": p_hash, "task_set_sha256": t_hash, "split": split}
         rows.append({
             "id": task.id,
@@ -57,7 +59,7 @@ def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], s
             "answer": answer,
             "info": json.dumps(info, ensure_ascii=False),
             "tools": tools,
-            "task": topo.name,
+            "topology": topo.name,
             "data_source": f"topoeval/{protocol.name}/{topo.name}",
             "reward_model": {"style": "rule", "ground_truth": answer},
         })

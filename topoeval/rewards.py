@@ -38,7 +38,7 @@ def _task_and_topology(task: Any) -> tuple[Task, dict[str, Any] | None]:
         return task, None
     if isinstance(task, dict) and "info" in task:  # an export row
         info = json.loads(task["info"]) if isinstance(task["info"], str) else task["info"]
-        return Task.model_validate(info["task"]), info.get("topology")
+        return Task.model_validate(info["topoeval_task"]), info.get("topology")
     if isinstance(task, dict):
         return Task.model_validate(task), None
     raise TypeError(f"task must be a Task, its dict, or an export row, not {type(task).__name__}")
