@@ -121,6 +121,11 @@ def test_merge_hold_pay_offers_one_irreversible_book():
     world = suite.make_world(task)
     with pytest.raises(Exception, match="unknown tool"):
         world.call("hold_seat", {"flight_id": task.data["truth"]["target"]})
+    target = task.data["truth"]["target"]
+    seats, world.balance = world.seats[target], 0  # book is atomic: a failed payment holds nothing
+    with pytest.raises(Exception, match="insufficient funds"):
+        world.call("book", {"flight_id": target})
+    assert world.seats[target] == seats and all(h["status"] != "active" for h in world.holds.values())
 
 
 def test_refundable_makes_nothing_irreversible():

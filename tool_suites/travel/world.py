@@ -98,6 +98,18 @@ class TravelWorld(World):
         return {"hold_id": hold_id, "status": "released"}
 
     def _tool_pay(self, hold_id: str) -> dict[str, Any]:
+        return self._pay(hold_id, "pay")
+
+    def _tool_book(self, flight_id: str) -> dict[str, Any]:
+        """Hold and pay in one step (the ``merge_hold_pay`` topology): nothing is held if paying fails."""
+        hold_id = self._tool_hold_seat(flight_id)["hold_id"]
+        try:
+            return self._pay(hold_id, "book")
+        except ToolError:
+            self._tool_release_hold(hold_id)
+            raise
+
+    def _pay(self, hold_id: str, tool: str) -> dict[str, Any]:
         hold = self._active_hold(hold_id)
         flight = self.flights[hold["flight"]]
         if self.balance < flight["price"]:
@@ -107,25 +119,8 @@ class TravelWorld(World):
         self.revenue[flight["airline"]] += flight["price"]
         hold["status"] = "paid"
         self.bookings[booking_id] = {"flight": hold["flight"], "hold": hold_id, "price": flight["price"], "status": "paid"}
-        self._commit("pay", hold["flight"])
+        self._commit(tool, hold["flight"])
         return {"booking_id": booking_id, "flight_id": hold["flight"], "charged": flight["price"]}
-
-    def _tool_book(self, flight_id: str) -> dict[str, Any]:
-        """Hold and pay in one step (the ``merge_hold_pay`` topology)."""
-        if flight_id not in self.flights:
-            raise ToolError(f"unknown flight '{flight_id}'")
-        if self.seats[flight_id] <= 0:
-            raise ToolError(f"flight {flight_id} is sold out")
-        flight = self.flights[flight_id]
-        if self.balance < flight["price"]:
-            raise ToolError(f"insufficient funds: balance ${self.balance}, price ${flight['price']}")
-        booking_id = f"B{len(self.bookings) + 1}"
-        self.seats[flight_id] -= 1
-        self.balance -= flight["price"]
-        self.revenue[flight["airline"]] += flight["price"]
-        self.bookings[booking_id] = {"flight": flight_id, "hold": None, "price": flight["price"], "status": "paid"}
-        self._commit("book", flight_id)
-        return {"booking_id": booking_id, "flight_id": flight_id, "charged": flight["price"]}
 
     def _tool_cancel_booking(self, booking_id: str) -> dict[str, Any]:
         booking = self.bookings.get(booking_id)
