@@ -25,6 +25,7 @@ exported ones, and warns (and records it in run.json) if any is.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +76,36 @@ def _suite_protocol(suite: str, split: str, n: int | None, seed: int) -> Protoco
                                     "tasks": {"test": {"n": 1}, split: {"n": n, "seed": seed}}})
 
 
-def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int | None = None,
-                 topology: str | None = None, seed: int = 0, suites_dirs: list | tuple = ()) -> Path:
-    """Write ``split`` of the protocol's train topology (or ``topology``) to ``out``; returns the
-    parquet path. ``protocol`` may also be a suite name: its default topology, ``n`` tasks from ``seed``."""
-    from topoeval.discovery import SuiteRegistry, resolve_protocol_path
+@dataclass
+class Selection:
+    """The tasks of one split of one topology of a protocol, with the hashes that identify them."""
+
+    protocol: Protocol
+    topology: ResolvedTopology
+    split: str
+    n: int
+    seed: int
+    tasks: list[Task]
+    protocol_sha256: str
+    task_set_sha256: str
+
+    def rows(self) -> list[dict[str, Any]]:
+        return export_rows(self.protocol, self.topology, self.tasks, self.split, self.protocol_sha256,
+                           self.task_set_sha256)
+
+
+def select_tasks(protocol: Any, *, split: str = "train", n: int | None = None, topology: str | None = None,
+                 seed: int = 0, suites_dirs: list | tuple = ()) -> Selection:
+    """``split`` of the protocol's train topology (or ``topology``): ``n`` tasks (default: the
+    protocol's count for the split). ``protocol`` may also be a suite name: its default topology,
+    ``n`` tasks from ``seed``."""
+    from topoeval.discovery import SuiteRegistry
     from topoeval.protocol_loader import load_protocol, protocol_hash
 
     registry = SuiteRegistry(suites_dirs)
     if isinstance(protocol, Protocol):
         proto = protocol
-    elif isinstance(protocol, str) and protocol in registry and not _is_protocol(protocol, resolve_protocol_path):
+    elif isinstance(protocol, str) and protocol in registry and not _is_protocol(protocol):
         proto = _suite_protocol(protocol, split, n, seed)
     else:
         proto = load_protocol(protocol, registry)
@@ -96,19 +116,26 @@ def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int
     seed = counts.seed if counts is not None else 0
     topo = topology_from(topology or proto.train.name, proto, suites_dirs)
     tasks = topo.tasks(split, seed, n)
-    p_hash, t_hash = protocol_hash(proto), task_set_hash({topo.name: tasks})
+    return Selection(proto, topo, split, n, seed, tasks, protocol_hash(proto), task_set_hash({topo.name: tasks}))
+
+
+def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int | None = None,
+                 topology: str | None = None, seed: int = 0, suites_dirs: list | tuple = ()) -> Path:
+    """Write the :func:`select_tasks` selection to ``out``; returns the parquet path."""
+    sel = select_tasks(protocol, split=split, n=n, topology=topology, seed=seed, suites_dirs=suites_dirs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{split}.parquet"
-    write_rows(export_rows(proto, topo, tasks, split, p_hash, t_hash), path)
-    manifest = {"protocol": proto.name, "protocol_sha256": p_hash, "topology": topo.name, "split": split,
-                "n": n, "seed": seed, "task_set_sha256": t_hash, "topoeval_version": __version__,
-                "fingerprints": sorted(t.fingerprint() for t in tasks)}
+    path = write_rows(sel.rows(), out / f"{split}.parquet")
+    manifest = {"protocol": sel.protocol.name, "protocol_sha256": sel.protocol_sha256, "topology": sel.topology.name,
+                "split": split, "n": sel.n, "seed": sel.seed, "task_set_sha256": sel.task_set_sha256,
+                "topoeval_version": __version__, "fingerprints": sorted(t.fingerprint() for t in sel.tasks)}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return path
 
 
-def _is_protocol(name: str, resolve_protocol_path) -> bool:
+def _is_protocol(name: str) -> bool:
+    from topoeval.discovery import resolve_protocol_path
+
     try:
         resolve_protocol_path(name)
     except UserError:

@@ -69,18 +69,10 @@ def load_environment(protocol: str = "wiki_to_travel", split: str = "train", *, 
     from datasets import Dataset
     from verifiers.types import ToolMessage
 
-    from topoeval.discovery import SuiteRegistry
-    from topoeval.export import export_rows
-    from topoeval.protocol_loader import load_protocol, protocol_hash
-    from topoeval.topology import task_set_hash, topology_from
+    from topoeval.export import select_tasks
 
-    proto = load_protocol(protocol, SuiteRegistry(suites_dirs))
-    counts = getattr(proto.tasks, split, None)
-    if n is None and counts is None:
-        raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give n")
-    topo = topology_from(topology or proto.train.name, proto, suites_dirs)
-    tasks = topo.tasks(split, counts.seed if counts else 0, n if n is not None else counts.n)
-    rows = export_rows(proto, topo, tasks, split, protocol_hash(proto), task_set_hash({topo.name: tasks}))
+    sel = select_tasks(protocol, split=split, n=n, topology=topology, suites_dirs=suites_dirs)
+    proto, topo, rows = sel.protocol, sel.topology, sel.rows()
     dataset = Dataset.from_list([{k: r[k] for k in ("id", "prompt", "answer", "info")} for r in rows])
     limits = Limits(max_turns=max_turns or proto.limits.max_turns, max_tool_calls=proto.limits.max_tool_calls)
     tool_defs = [vf.Tool(name=t.name, description=t.description, parameters=t.parameters) for t in topo.suite.tools]
