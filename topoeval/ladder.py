@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from topoeval.collapse import QUALITY
+from topoeval.metrics.stats import noise
 
 CLIFF_SHARE = 0.6
 STEP_SHARE = 0.25
@@ -79,7 +80,7 @@ def build_ladders(cells: list[dict[str, Any]], steps: list[tuple[str, str | None
                 continue
             curve = [{"topology": name, "axis": axis, "mean": s.get("mean"), "ci95": s.get("ci95")}
                      for (name, axis), s in zip(steps, stats)]
-            std = max(max(stats[i].get("std") or 0.0, stats[i].get("se") or 0.0) for i in defined)
+            std = max(noise(stats[i]) for i in defined)
             # a dimension without meaning on some steps (no hidden slot, no trade-off...) is shaped
             # over the steps where it has one; each kept step keeps its own axis
             shape = name_shape([stats[i]["mean"] for i in defined], [steps[i][1] for i in defined], std)

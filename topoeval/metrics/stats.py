@@ -75,6 +75,12 @@ def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = 
     return out
 
 
+def noise(stats: dict[str, Any]) -> float:
+    """How much a cell mean moves by chance: the larger of the across-sample std and the standard
+    error over tasks (a deterministic policy has no sample spread, but its tasks still vary)."""
+    return max(stats.get("std") or 0.0, stats.get("se") or 0.0)
+
+
 def mark_ties(cells: list[dict[str, Any]], metric: str = "success") -> None:
     """Add ``ties`` to each cell: cells of the same topology whose ``metric`` mean differs by less
     than 2 × the larger of the two stds (equal means always tie). Stored as "model/baseline" labels."""

@@ -8,12 +8,21 @@ from typing import Any
 import yaml
 
 from topoeval import __version__
+from topoeval.metrics.stats import noise
 
 CONFIGS = [
     {"config_name": "results", "data_files": [{"split": "train", "path": "data/results.parquet"}], "default": True},
     {"config_name": "latest", "data_files": [{"split": "train", "path": "data/latest.parquet"}]},
     {"config_name": "episodes", "data_files": [{"split": "train", "path": "episodes/**/*.parquet"}]},
 ]
+
+
+def _mean_of(rows: list[dict[str, Any]], role: str, metric: str) -> tuple[float | None, float]:
+    """Mean of ``metric`` over the topologies of ``role``, and the largest noise among them."""
+    sel = [r for r in rows if r["role"] == role and r["metric"] == metric and r["mean"] is not None]
+    if not sel:
+        return None, 0.0
+    return sum(r["mean"] for r in sel) / len(sel), max(noise(r) for r in sel)
 
 
 def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -25,20 +34,13 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         groups[(r["protocol"], r["model"], r["baseline"], r["task_set_sha256"])].append(r)
     boards: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (protocol, model, baseline, task_set), mine in groups.items():
-        def mean_of(role: str, metric: str) -> tuple[float | None, float]:
-            sel = [r for r in mine if r["role"] == role and r["metric"] == metric and r["mean"] is not None]
-            if not sel:
-                return None, 0.0
-            noise = max(max(r["std"] or 0.0, r["se"] or 0.0) for r in sel)
-            return sum(r["mean"] for r in sel) / len(sel), noise
-
-        s_id, _ = mean_of("id", "success")
-        s_ood, noise = mean_of("ood", "success")
-        dq_id, _ = mean_of("id", "dq")
-        dq_ood, _ = mean_of("ood", "dq")
+        s_id, _ = _mean_of(mine, "id", "success")
+        s_ood, ood_noise = _mean_of(mine, "ood", "success")
+        dq_id, _ = _mean_of(mine, "id", "dq")
+        dq_ood, _ = _mean_of(mine, "ood", "dq")
         boards[protocol].append({
             "model": model, "baseline": baseline, "task_set": task_set[:12], "S_id": s_id, "S_ood": s_ood,
-            "dq_id": dq_id, "dq_ood": dq_ood, "noise": noise, "n": max(r["n"] for r in mine),
+            "dq_id": dq_id, "dq_ood": dq_ood, "noise": ood_noise, "n": max(r["n"] for r in mine),
             "reproduce": mine[0]["reproduce"], "protocol_sha256": mine[0]["protocol_sha256"],
         })
     for entries in boards.values():
