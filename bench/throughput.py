@@ -64,7 +64,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
 
 
 def prompts(n: int) -> list[str]:
-    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol.discovery import SuiteRegistry
 
     suite = SuiteRegistry([SUITES]).get("echo")
     return [t.prompt for t in suite.tasks(suite.parse_params({}), "test", 1, n)]
@@ -160,13 +160,13 @@ def embedded_tokens_per_s(n_prompts: int = 6, max_tokens: int = 48) -> dict:
     """
     import llama_cpp
 
-    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol.discovery import SuiteRegistry
     from topoeval.models.embedded import embedded_gguf
     from topoeval.models.llamacpp import LlamaCppPolicy
     from topoeval.models.llamacpp_format import for_chatml_function_calling
     from topoeval.models.llamacpp_tools import complete_with_tools
     from topoeval.models.options import ModelOptions
-    from topoeval.policies.base import EpisodeContext, SamplingParams
+    from topoeval.core.policy import EpisodeContext, SamplingParams
 
     wiki = SuiteRegistry().get("wiki")
     params = wiki.parse_params({})

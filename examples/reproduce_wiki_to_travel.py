@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import topoeval
-from topoeval.protocol_loader import load_protocol, protocol_hash
+from topoeval.protocol.loader import load_protocol, protocol_hash
 
 PROTOCOL = "wiki_to_travel"
 #: sha256 of protocols/wiki_to_travel.yaml as published (formatting and comments do not count).

@@ -14,7 +14,7 @@ def fixture_suites() -> Path:
 
 @pytest.fixture
 def registry():
-    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol.discovery import SuiteRegistry
 
     return SuiteRegistry([FIXTURE_SUITES])
 

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 import topoeval
-from topoeval.collapse import build_collapse
+from topoeval.analysis.collapse import build_collapse
 
 
 def cell(model, baseline, topo, role, success, **dims):

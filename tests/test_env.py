@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import topoeval
-from topoeval.policies.base import EpisodeContext, SamplingParams
+from topoeval.core.policy import EpisodeContext, SamplingParams
 from topoeval.policies.registry import make_policy
 
 

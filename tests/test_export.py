@@ -8,7 +8,7 @@ import datasets
 import pytest
 
 import topoeval
-from topoeval.export import export_tasks
+from topoeval.training.export import export_tasks
 
 
 def test_export_loads_with_datasets_and_rewards_its_own_answers(tmp_path, topoeval_cmd):
@@ -44,7 +44,7 @@ def test_a_run_warns_when_the_model_was_trained_on_evaluated_tasks(tmp_path):
     clean, leaked = tmp_path / "train", tmp_path / "test"
     export_tasks("wiki_hops", clean, split="train", n=20)
     export_tasks("wiki_hops", leaked, split="test", n=2)
-    from topoeval.runner.run import ContaminationWarning
+    from topoeval.api import ContaminationWarning
 
     with pytest.warns(ContaminationWarning, match="trained on 2 of the evaluated tasks"):
         res = topoeval.run_protocol("wiki_hops", ["oracle"], tmp_path / "r", tasks=2, shots=[0],
@@ -55,7 +55,7 @@ def test_a_run_warns_when_the_model_was_trained_on_evaluated_tasks(tmp_path):
 def test_a_bare_suite_exports_its_default_topology(tmp_path):
     import asyncio
 
-    from topoeval.policies.base import EpisodeContext, SamplingParams
+    from topoeval.core.policy import EpisodeContext, SamplingParams
     from topoeval.policies.registry import make_policy
 
     export_tasks("travel", tmp_path, split="train", n=5, seed=3)
@@ -65,7 +65,7 @@ def test_a_bare_suite_exports_its_default_topology(tmp_path):
         export_tasks("travel", tmp_path / "x", split="train")
     # the oracle, driven through the env on the exported task, earns the exported row's reward of 1
     env = topoeval.make_env("travel")
-    task = topoeval.suite.Task.model_validate(json.loads(rows[0]["info"])["topoeval_task"])
+    task = topoeval.core.suite.Task.model_validate(json.loads(rows[0]["info"])["topoeval_task"])
     obs, info = env.reset(options={"task": task})
     policy = make_policy("oracle")
     ctx = EpisodeContext(task=task, suite=env.topology.suite, sample=0, shots=0)

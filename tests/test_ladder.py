@@ -1,6 +1,6 @@
 """Ladder shapes, by the stated rule, on hand-built curves."""
 
-from topoeval.ladder import build_ladders, name_shape
+from topoeval.analysis.ladder import build_ladders, name_shape
 
 AXES = [None, "schema", "state", "user", "reversibility", "ordering"]
 

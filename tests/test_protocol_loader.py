@@ -4,8 +4,8 @@ import subprocess
 
 import pytest
 
-from topoeval.errors import ProtocolErrors
-from topoeval.protocol_loader import format_loc, load_protocol, parse_protocol
+from topoeval.core.errors import ProtocolErrors
+from topoeval.protocol.loader import format_loc, load_protocol, parse_protocol
 
 GOOD = """\
 name: p
@@ -112,7 +112,7 @@ def test_format_loc():
 
 
 def test_shipped_protocols_validate():
-    from topoeval.discovery import protocol_names
+    from topoeval.protocol.discovery import protocol_names
 
     assert "wiki_hops" in protocol_names()
     for name in protocol_names():

@@ -3,11 +3,11 @@
 import pytest
 
 import topoeval
-from topoeval.discovery import SuiteRegistry
-from topoeval.errors import UserError
+from topoeval.protocol.discovery import SuiteRegistry
+from topoeval.core.errors import UserError
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits
-from topoeval.policies.base import SamplingParams
+from topoeval.protocol.schema import Limits
+from topoeval.core.policy import SamplingParams
 from topoeval.runner.episode import run_episode
 
 import asyncio

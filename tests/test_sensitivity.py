@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from topoeval.sensitivity import FLAWS, bar_violations, run_matrix
+from topoeval.analysis.sensitivity import FLAWS, bar_violations, run_matrix
 
 
 @pytest.fixture(scope="module")

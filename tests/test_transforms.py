@@ -4,12 +4,12 @@ import asyncio
 
 import pytest
 
-from topoeval.discovery import SuiteRegistry
-from topoeval.policies.base import SamplingParams
+from topoeval.protocol.discovery import SuiteRegistry
+from topoeval.core.policy import SamplingParams
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits, TopologySpec, TransformSpec
+from topoeval.protocol.schema import Limits, TopologySpec, TransformSpec
 from topoeval.runner.episode import run_episode
-from topoeval.topology import resolve
+from topoeval.protocol.topology import resolve
 from topoeval.transforms import apply_transforms, known_transforms, transform_axis
 
 DEPENDENCY = [
@@ -85,8 +85,8 @@ def test_no_batch_takes_one_call_per_turn():
     plain, p0 = resolved("wiki", [], {"question_types": ["compare"], "hops": [2]})
     two = rollout(plain, plain.tasks(p0, "test", 1, 1)[0], "oracle")  # the same oracle in one turn elsewhere...
     assert max(sum(1 for c in two["calls"] if c["turn"] == t) for t in range(two["turns"])) > 1
-    from topoeval.messages import AssistantMessage, ToolCall  # ...is refused past the first call here
-    from topoeval.policies.base import Policy
+    from topoeval.core.messages import AssistantMessage, ToolCall  # ...is refused past the first call here
+    from topoeval.core.policy import Policy
 
     class Greedy(Policy):
         name = "greedy"
@@ -102,7 +102,7 @@ def test_no_batch_takes_one_call_per_turn():
 
 
 def test_renaming_after_batch_api_is_refused():
-    from topoeval.errors import UserError
+    from topoeval.core.errors import UserError
 
     with pytest.raises(UserError, match="cannot follow 'batch_api'"):
         resolved("wiki", [TransformSpec(name="batch_api"), TransformSpec(name="rename_args", args={"seed": 1})])
@@ -191,7 +191,7 @@ def test_shuffle_priority_changes_the_orders_and_stays_solvable():
 
 
 def test_user_axis_transforms_need_a_suite_that_has_the_parameter():
-    from topoeval.errors import UserError
+    from topoeval.core.errors import UserError
 
     with pytest.raises(UserError, match="does not apply to suite 'wiki'"):
         apply_transforms(SuiteRegistry().get("wiki"), [TransformSpec(name="hide_slots", args={"slots": ["budget"]})])

@@ -6,49 +6,49 @@ Public API (imported lazily so that ``import topoeval`` stays cheap)::
     protocol = topoeval.load_protocol("wiki_hops")
     result = topoeval.run_protocol(protocol, models=["oracle", "noop"], out="runs/demo")
     print(result.cell("oracle", "wiki-id")["metrics"]["success"])
+
+The package is layered along the flow (``docs/architecture.md``): ``core`` → ``metrics`` →
+``transforms`` → ``protocol`` → ``models`` → ``policies`` → ``runner`` → ``analysis`` →
+``report`` / ``training`` → ``api`` → ``publish`` / ``integrations`` → ``cli``; a module imports only
+from its own layer and the layers before it (checked by import-linter in the test run).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from topoeval._moved import install as _install_moved_modules
+from topoeval.core.version import __version__
 
 __all__ = ["load_protocol", "run_protocol", "RunResult", "score_episode", "reward", "make_env", "export_tasks",
            "__version__"]
 
+#: public name -> the module that defines it
+_PUBLIC = {
+    "load_protocol": "topoeval.protocol.loader",
+    "run_protocol": "topoeval.api",
+    "RunResult": "topoeval.api",
+    "score_episode": "topoeval.metrics.scoring",
+    "reward": "topoeval.training.rewards",
+    "make_env": "topoeval.training.env",
+    "export_tasks": "topoeval.training.export",
+}
+
 if TYPE_CHECKING:
-    from topoeval.protocol_loader import load_protocol
-    from topoeval.runner.run import RunResult, run_protocol
-    from topoeval.env import make_env
-    from topoeval.export import export_tasks
-    from topoeval.rewards import reward
-    from topoeval.scoring import score_episode
+    from topoeval.api import RunResult, run_protocol
+    from topoeval.metrics.scoring import score_episode
+    from topoeval.protocol.loader import load_protocol
+    from topoeval.training.env import make_env
+    from topoeval.training.export import export_tasks
+    from topoeval.training.rewards import reward
 
 
 def __getattr__(name: str) -> Any:
-    if name == "load_protocol":
-        from topoeval.protocol_loader import load_protocol
+    if name in _PUBLIC:
+        import importlib
 
-        return load_protocol
-    if name in ("run_protocol", "RunResult"):
-        from topoeval.runner import run
-
-        return getattr(run, name)
-    if name == "score_episode":
-        from topoeval.scoring import score_episode
-
-        return score_episode
-    if name == "reward":
-        from topoeval.rewards import reward
-
-        return reward
-    if name == "make_env":
-        from topoeval.env import make_env
-
-        return make_env
-    if name == "export_tasks":
-        from topoeval.export import export_tasks
-
-        return export_tasks
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'topoeval' has no attribute {name!r}")
+
+
+_install_moved_modules()

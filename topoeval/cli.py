@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from topoeval.errors import ProtocolErrors, UserError
+from topoeval.core.errors import ProtocolErrors, UserError
 
 app = typer.Typer(
     add_completion=False,
@@ -56,8 +56,8 @@ def run(
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
     from topoeval.models.options import ModelOptions
-    from topoeval.report import print_success_table
-    from topoeval.runner.run import ContaminationWarning, run_protocol
+    from topoeval.report.tables import print_success_table
+    from topoeval.api import ContaminationWarning, run_protocol
 
     if tool_mode not in ("auto", "native", "prompt"):
         raise UserError(f"--tool-mode must be auto, native or prompt, not '{tool_mode}'")
@@ -91,8 +91,8 @@ def validate(
     suites_dir: SuitesDir = None,
 ) -> None:
     """Check protocol files; each problem is one line 'file:line field: message' (exit 2)."""
-    from topoeval.discovery import SuiteRegistry
-    from topoeval.protocol_loader import load_protocol
+    from topoeval.protocol.discovery import SuiteRegistry
+    from topoeval.protocol.loader import load_protocol
 
     registry = SuiteRegistry(suites_dir or ())
     failed = False
@@ -112,7 +112,7 @@ def suites(suites_dir: SuitesDir = None) -> None:
     """List suites with their tools and topology descriptors."""
     from rich.table import Table
 
-    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol.discovery import SuiteRegistry
 
     registry = SuiteRegistry(suites_dir or ())
     table = Table("suite", "tools", "state", "reversibility", "user", "ordering", "dependency", "answer")
@@ -130,8 +130,8 @@ def protocols() -> None:
     """List the shipped protocols."""
     from rich.table import Table
 
-    from topoeval.discovery import protocol_names
-    from topoeval.protocol_loader import load_protocol
+    from topoeval.protocol.discovery import protocol_names
+    from topoeval.protocol.loader import load_protocol
 
     table = Table("protocol", "train", "test (role)", "description")
     for name in protocol_names():
@@ -144,10 +144,10 @@ def protocols() -> None:
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
     """Print success ± std, dq and each dimension, ID against OOD; rewrite report.md, plots and report.html."""
-    from topoeval.report import print_quality_table, print_success_table
+    from topoeval.report.tables import print_quality_table, print_success_table
     from topoeval.runner.store import read_json
 
-    from topoeval.report_files import write_run_reports
+    from topoeval.report.files import write_run_reports
     from topoeval.runner.store import read_episodes
 
     summary = read_json(run_dir / "summary.json")
@@ -161,8 +161,8 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
 @app.command()
 def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of the same protocol.")]) -> None:
     """Put several runs of one protocol side by side (success per topology, ties marked)."""
-    from topoeval.metrics.stats import mark_ties
-    from topoeval.report import print_success_table
+    from topoeval.analysis.stats import mark_ties
+    from topoeval.report.tables import print_success_table
     from topoeval.runner.store import read_json
 
     summaries = [read_json(d / "summary.json") for d in run_dirs]
@@ -189,9 +189,9 @@ def sensitivity(
     suites_dir: SuitesDir = None,
 ) -> None:
     """Run the reference policies and print the metrics' sensitivity matrix (exit 1 if the bar is missed)."""
-    from topoeval.discovery import SuiteRegistry
-    from topoeval.report import print_sensitivity
-    from topoeval.sensitivity import bar_violations, run_matrix
+    from topoeval.protocol.discovery import SuiteRegistry
+    from topoeval.report.tables import print_sensitivity
+    from topoeval.analysis.sensitivity import bar_violations, run_matrix
 
     registry = SuiteRegistry(suites_dir or ())
     names = suite or [n for n in registry.names() if registry.get(n).folder and "tool_suites" in registry.get(n).folder]
@@ -215,7 +215,7 @@ def export(
     suites_dir: SuitesDir = None,
 ) -> None:
     """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns)."""
-    from topoeval.export import export_tasks
+    from topoeval.training.export import export_tasks
 
     if split not in ("train", "dev", "test", "fewshot"):
         raise UserError(f"--split must be train, dev, test or fewshot, not '{split}'")

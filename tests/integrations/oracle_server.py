@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from topoeval.suite import Suite, Task
+from topoeval.core.suite import Suite, Task
 
 
 class OracleServer:

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from topoeval.policies.base import SamplingParams
+from topoeval.core.policy import SamplingParams
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits
+from topoeval.protocol.schema import Limits
 from topoeval.runner.episode import run_episode
-from topoeval.suite import Task
-from topoeval.topology import topology_from
+from topoeval.core.suite import Task
+from topoeval.protocol.topology import topology_from
 
 from .oracle_server import OracleServer
 
@@ -60,7 +60,7 @@ def test_rubric_scores_match_the_evaluation(monkeypatch):
 def test_missing_or_new_verifiers_gives_a_clear_error(monkeypatch):
     import sys
 
-    from topoeval.errors import UserError
+    from topoeval.core.errors import UserError
 
     monkeypatch.setitem(sys.modules, "verifiers", None)
     with pytest.raises(UserError, match="needs the 'verifiers' extra"):

@@ -3,7 +3,7 @@
 import pytest
 
 from topoeval.metrics.dimensions import clarification, decision_quality, efficiency, parallelism, priority, risk
-from topoeval.suite import Effect, GoldCall, Task, ToolSpec
+from topoeval.core.suite import Effect, GoldCall, Task, ToolSpec
 
 TOOLS = {
     "search": ToolSpec(name="search", description="", effect=Effect.read, idempotent=True, parallel_safe=True),

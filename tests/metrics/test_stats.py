@@ -2,7 +2,7 @@
 
 import pytest
 
-from topoeval.metrics.stats import bootstrap_ci, mark_ties, metric_stats, pass_at_k, pass_hat_k
+from topoeval.analysis.stats import bootstrap_ci, mark_ties, metric_stats, pass_at_k, pass_hat_k
 
 
 @pytest.mark.parametrize(

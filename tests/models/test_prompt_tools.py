@@ -2,7 +2,7 @@
 
 import json
 
-from topoeval.messages import AssistantMessage
+from topoeval.core.messages import AssistantMessage
 from topoeval.models.llamacpp_format import for_chatml_function_calling
 from topoeval.models.prompt_tools import parse_prompt_reply, prompt_reply, to_prompt_messages
 

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 import topoeval
-from topoeval.discovery import SuiteRegistry
+from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.models.options import ModelOptions
 
 from .scripted_server import MODES, ScriptedServer

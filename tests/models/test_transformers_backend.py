@@ -41,7 +41,7 @@ def tiny_checkpoint(tmp_path_factory):
 
 
 def short_protocol(path, fixture_suites):
-    from topoeval.discovery import SuiteRegistry
+    from topoeval.protocol.discovery import SuiteRegistry
 
     proto = topoeval.load_protocol(path, SuiteRegistry([fixture_suites]))
     proto.limits.max_tokens, proto.limits.max_turns = 24, 3

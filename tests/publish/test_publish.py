@@ -12,7 +12,7 @@ from huggingface_hub import DatasetCard
 
 import topoeval
 from topoeval.publish import publish
-from topoeval.parquet import read_rows
+from topoeval.core.parquet import read_rows
 
 from .hub_server import FakeHub
 

@@ -10,9 +10,9 @@ from collections import Counter
 import pytest
 
 import topoeval
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage, ToolCall, final
-from topoeval.policies.base import Policy
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage, ToolCall, final
+from topoeval.core.policy import Policy
 
 
 def lines(run_dir):
@@ -123,7 +123,7 @@ def test_limits_end_episodes(tmp_path, echo_protocol, fixture_suites):
         async def act(self, messages, tools, sampling, ctx):
             return AssistantMessage(tool_calls=[ToolCall.make("x", "lookup", {"key": "k"})] * 3)
 
-    proto = topoeval.load_protocol(echo_protocol(n=1), __import__("topoeval.discovery").discovery.SuiteRegistry([fixture_suites]))
+    proto = topoeval.load_protocol(echo_protocol(n=1), __import__("topoeval.protocol.discovery").protocol.discovery.SuiteRegistry([fixture_suites]))
     proto.limits.max_turns = 4
     res = topoeval.run_protocol(proto, [Looper()], tmp_path / "a", suites_dirs=[fixture_suites])
     assert res.cell("looper", "echo-a")["status"] == {"limit:max_turns": 1}

@@ -2,9 +2,9 @@
 
 import json
 
-from topoeval.messages import ToolCall
+from topoeval.core.messages import ToolCall
 from topoeval.runner.tool_exec import execute_call, observation_text
-from topoeval.suite import Effect, ToolError, ToolSpec, World
+from topoeval.core.suite import Effect, ToolError, ToolSpec, World
 
 
 class Recorder(World):

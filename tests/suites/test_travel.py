@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from topoeval.discovery import SuiteRegistry
-from topoeval.gold import dag_width
-from topoeval.policies.base import SamplingParams
+from topoeval.protocol.discovery import SuiteRegistry
+from topoeval.core.gold import dag_width
+from topoeval.core.policy import SamplingParams
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits
+from topoeval.protocol.schema import Limits
 from topoeval.runner.episode import run_episode
-from topoeval.suite import SPLITS, ToolError
+from topoeval.core.suite import SPLITS, ToolError
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,13 @@ import asyncio
 
 import pytest
 
-from topoeval.discovery import SuiteRegistry
-from topoeval.gold import critical_path, dag_width
-from topoeval.policies.base import SamplingParams
+from topoeval.protocol.discovery import SuiteRegistry
+from topoeval.core.gold import critical_path, dag_width
+from topoeval.core.policy import SamplingParams
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits
+from topoeval.protocol.schema import Limits
 from topoeval.runner.episode import run_episode
-from topoeval.suite import SPLITS, ToolError
+from topoeval.core.suite import SPLITS, ToolError
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,7 @@ def test_hotpotqa_tasks(wiki, hotpot_parquet):
 
 
 def test_hotpotqa_errors(wiki, tmp_path):
-    from topoeval.errors import UserError
+    from topoeval.core.errors import UserError
 
     p = wiki.parse_params({"corpus": "hotpotqa", "hotpotqa_path": str(tmp_path / "missing.parquet")})
     with pytest.raises(UserError, match="does not exist"):

@@ -1,4 +1,4 @@
-"""The travel oracle and its flawed variants, as plans for :func:`topoeval.oracle.next_calls`.
+"""The travel oracle and its flawed variants, as plans for :func:`topoeval.policies.oracle.next_calls`.
 
 - ``oracle``: the gold DAG — ask the hidden slots, look up events, search (in parallel), hold
   the target, confirm it, pay.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topoeval.gold import tool_results
-from topoeval.suite import GoldCall, Task
+from topoeval.core.gold import tool_results
+from topoeval.core.suite import GoldCall, Task
 
 from .tasks import HOLD_REF, confirm_text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from topoeval.suite import GoldCall
+from topoeval.core.suite import GoldCall
 
 from .generator import Scenario
 

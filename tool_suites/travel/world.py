@@ -14,7 +14,7 @@ import re
 from datetime import date
 from typing import Any
 
-from topoeval.suite import ToolError, World
+from topoeval.core.suite import ToolError, World
 
 from .user import Traveller
 

@@ -20,8 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from topoeval.errors import UserError
-from topoeval.suite import SPLITS, GoldCall
+from topoeval.core.errors import UserError
+from topoeval.core.suite import SPLITS, GoldCall
 
 
 @lru_cache(maxsize=4)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from topoeval.suite import GoldCall
+from topoeval.core.suite import GoldCall
 
 from .encyclopedia import ATTRIBUTES, COMPARISONS, RELATIONS, Encyclopedia, Entity
 

@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from topoeval.answers import exact_match, token_f1
-from topoeval.messages import AssistantMessage, final
-from topoeval.oracle import next_calls
-from topoeval.suite import SPLITS, Suite, Task, ToolError, World, task_id, task_seed
+from topoeval.core.answers import exact_match, token_f1
+from topoeval.core.messages import AssistantMessage, final
+from topoeval.policies.oracle import next_calls
+from topoeval.core.suite import SPLITS, Suite, Task, ToolError, World, task_id, task_seed
 
 from . import encyclopedia, hotpot
 from .questions import chain_question, compare_question
@@ -95,7 +95,7 @@ class WikiSuite(Suite):
         )
 
     def _hotpot_task(self, params: WikiParams, split, index: int, s: int) -> Task:
-        from topoeval.errors import UserError
+        from topoeval.core.errors import UserError
 
         if not params.hotpotqa_path:
             raise UserError("wiki: corpus 'hotpotqa' needs params.hotpotqa_path")

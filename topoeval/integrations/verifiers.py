@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage, ToolCall
-from topoeval.protocol import Limits
-from topoeval.rewards import combine
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.protocol.schema import Limits
+from topoeval.training.rewards import combine
 from topoeval.runner.episode import EpisodeState
-from topoeval.suite import Task
+from topoeval.core.suite import Task
 
 #: Logged as rubric metrics at weight 0. verifiers multiplies every metric by its weight, so a
 #: dimension that may be undefined (None) cannot be one: all scores are in state["topoeval_scores"].
@@ -69,7 +69,7 @@ def load_environment(protocol: str = "wiki_to_travel", split: str = "train", *, 
     from datasets import Dataset
     from verifiers.types import ToolMessage
 
-    from topoeval.export import select_tasks
+    from topoeval.training.export import select_tasks
 
     sel = select_tasks(protocol, split=split, n=n, topology=topology, suites_dirs=suites_dirs)
     proto, topo, rows = sel.protocol, sel.topology, sel.rows()

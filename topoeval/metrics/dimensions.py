@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.gold import critical_path, dag_width
+from topoeval.core.gold import critical_path, dag_width
 from topoeval.metrics.matching import match_calls
-from topoeval.suite import Task, ToolSpec
+from topoeval.core.suite import Task, ToolSpec
 
 DIMENSIONS = ("clarification", "priority", "risk", "parallelism", "efficiency")
 

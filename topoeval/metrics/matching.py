@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.suite import GoldCall
+from topoeval.core.suite import GoldCall
 
 
 def _norm(value: Any) -> Any:

@@ -12,8 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from topoeval.messages import AssistantMessage
-from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+from topoeval.core.messages import AssistantMessage
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 
 class ResponseCache:

@@ -6,11 +6,11 @@ import time
 from abc import abstractmethod
 from typing import Any
 
-from topoeval.messages import AssistantMessage
+from topoeval.core.messages import AssistantMessage
 from topoeval.models.options import ModelOptions
 from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
 from topoeval.models.retry import with_retries
-from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 
 class ChatPolicy(Policy):

@@ -12,12 +12,12 @@ from typing import Any
 
 import aiohttp
 
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.retry import TransientError, parse_retry_after
-from topoeval.policies.base import SamplingParams
+from topoeval.core.policy import SamplingParams
 
 try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
     import orjson

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from topoeval.messages import AssistantMessage
+from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.retry import TransientError, parse_retry_after
-from topoeval.policies.base import SamplingParams
+from topoeval.core.policy import SamplingParams
 
 _TRANSIENT_NAMES = {
     "RateLimitError", "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",

@@ -7,14 +7,14 @@ import os
 import time
 from typing import Any
 
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage
 from topoeval.models.llamacpp_format import for_chatml_function_calling
 from topoeval.models.llamacpp_tools import complete_with_tools
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.options import ModelOptions
 from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
-from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 INSTALL_HINT = "pip install 'topoeval[local]'  (llama-cpp-python; it compiles, about 5 minutes on 2 cores)"
 

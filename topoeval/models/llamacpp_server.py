@@ -21,13 +21,13 @@ import tempfile
 import time
 import urllib.request
 
-from topoeval.errors import UserError
+from topoeval.core.errors import UserError
 from topoeval.models.litellm_backend import LiteLLMPolicy
 from topoeval.models.llamacpp import INSTALL_HINT
 from topoeval.models.llamacpp_format import for_chatml_function_calling
 from topoeval.models.llamacpp_tools import CHAT_FORMAT_NAME
 from topoeval.models.options import ModelOptions
-from topoeval.policies.base import SamplingParams
+from topoeval.core.policy import SamplingParams
 
 
 def free_port() -> int:

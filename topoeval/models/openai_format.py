@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topoeval.messages import AssistantMessage, ToolCall, Usage
+from topoeval.core.messages import AssistantMessage, ToolCall, Usage
 
 
 def message_from_openai(message: dict[str, Any], usage: dict[str, Any] | None) -> AssistantMessage:

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from topoeval.messages import AssistantMessage, ToolCall
+from topoeval.core.messages import AssistantMessage, ToolCall
 
 _BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')

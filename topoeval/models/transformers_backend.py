@@ -11,11 +11,11 @@ import asyncio
 import os
 import time
 
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage, Usage
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage, Usage
 from topoeval.models.options import ModelOptions
 from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
-from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 INSTALL_HINT = "pip install 'topoeval[hf]'  (transformers and torch)"
 

@@ -8,8 +8,8 @@ import random
 import re
 from typing import Any
 
-from topoeval.messages import AssistantMessage, ToolCall, final
-from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
+from topoeval.core.messages import AssistantMessage, ToolCall, final
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 
 class OraclePolicy(Policy):

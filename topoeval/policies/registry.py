@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from topoeval.errors import UserError
+from topoeval.core.errors import UserError
 from topoeval.models.options import ModelOptions
-from topoeval.oracle import VARIANTS
-from topoeval.policies.base import Policy
+from topoeval.policies.oracle import VARIANTS
+from topoeval.core.policy import Policy
 from topoeval.policies.reference import NoopPolicy, OraclePolicy, RandomPolicy
 
 #: Reference policies by name. The flawed oracles (``oracle-no-ask``, ...) are oracle variants

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from topoeval import __version__
-from topoeval.metrics.stats import noise
+from topoeval.core.version import __version__
+from topoeval.analysis.stats import noise
 
 CONFIGS = [
     {"config_name": "results", "data_files": [{"split": "train", "path": "data/results.parquet"}], "default": True},

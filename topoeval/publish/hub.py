@@ -15,8 +15,8 @@ from typing import Any
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
-from topoeval.errors import UserError
-from topoeval.parquet import read_rows, write_rows
+from topoeval.core.errors import UserError
+from topoeval.core.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
 from topoeval.publish.tables import episode_rows, episodes_path, latest, merge, result_rows
 

@@ -14,10 +14,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from topoeval.discovery import REPO_ROOT
+from topoeval.protocol.discovery import REPO_ROOT
 from topoeval.policies.registry import EMBEDDED, REFERENCE
 from topoeval.publish.hub import stage
-from topoeval.runner.run import run_protocol
+from topoeval.api import run_protocol
 
 PROTOCOLS = ("wiki_hops", "wiki_to_travel", "wiki_to_travel_ladder")
 QUICK_LOOK = {"tasks": 3, "shots": [0, 1], "max_turns": 6, "max_tokens": 64}

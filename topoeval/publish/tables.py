@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from topoeval import __version__
-from topoeval.errors import UserError
+from topoeval.core.version import __version__
+from topoeval.core.errors import UserError
 from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json
 
 #: A results row is replaced by a newer publish of the same key.

@@ -1,7 +1,7 @@
 """One rollout of one policy on one task: the agent loop, and the episode state it drives.
 
 :class:`EpisodeState` is the single place where an assistant message meets the world — the
-runner's loop, the Gymnasium-style env (:mod:`topoeval.env`) and :func:`topoeval.reward` all step
+runner's loop, the Gymnasium-style env (:mod:`topoeval.training.env`) and :func:`topoeval.reward` all step
 it, so training rewards and evaluation scores cannot drift apart.
 """
 
@@ -11,14 +11,14 @@ import hashlib
 import time
 from typing import Any
 
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage, ToolCall
-from topoeval.policies.base import EpisodeContext, Policy, SamplingParams
-from topoeval.protocol import Limits
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+from topoeval.protocol.schema import Limits
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
-from topoeval.scoring import score_episode
-from topoeval.state import state_diff
-from topoeval.suite import Suite, Task
+from topoeval.metrics.scoring import score_episode
+from topoeval.core.state import state_diff
+from topoeval.core.suite import Suite, Task
 
 
 def episode_key(model: str, baseline: str, topology: str, task_id: str, sample: int) -> str:

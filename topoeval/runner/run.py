@@ -1,4 +1,9 @@
-"""Running a protocol: every model x baseline x topology x task x sample, resumable."""
+"""Running a protocol's episodes: every model x baseline x topology x task x sample, resumable.
+
+This layer writes ``run.json`` and ``episodes.jsonl`` and returns an :class:`EpisodeRun`; it knows
+nothing of summaries or reports. :func:`topoeval.run_protocol` (``topoeval.api``) runs it, then asks
+the analysis and report layers for ``summary.json``, ``report.md``, the plots and ``report.html``.
+"""
 
 from __future__ import annotations
 
@@ -14,93 +19,70 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from topoeval import __version__
-from topoeval.discovery import REPO_ROOT, SuiteRegistry
-from topoeval.errors import UserError
-from topoeval.export import overlap_with_exports
-from topoeval.policies.base import Policy, SamplingParams
+from topoeval.core.version import __version__
+from topoeval.protocol.discovery import REPO_ROOT, SuiteRegistry
+from topoeval.core.errors import UserError
+from topoeval.runner.contamination import overlap_with_exports
+from topoeval.core.policy import Policy, SamplingParams
 from topoeval.models.cache import CachedPolicy, ResponseCache
 from topoeval.models.options import ModelOptions
 from topoeval.policies.registry import is_reference, make_policy
-from topoeval.protocol import Protocol
-from topoeval.protocol_loader import load_protocol, protocol_hash
+from topoeval.protocol.schema import Protocol
+from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.runner.episode import episode_id, episode_key, run_episode
 from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json, write_json
-from topoeval.report_files import write_run_reports
-from topoeval.summary import build_summary
-from topoeval.topology import ResolvedTopology, resolve, task_set_hash
+from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
 
 DEFAULT_RESULTS = REPO_ROOT / "results"
 
 
 @dataclass
-class RunResult:
-    """What :func:`run_protocol` returns."""
+class EpisodeRun:
+    """What the episode phase of a run leaves: the run folder, its records, and how they were made."""
 
     run_dir: Path
-    summary: dict[str, Any]
+    protocol: Protocol
+    #: every record of the run folder (reused and new), as written to episodes.jsonl
+    records: list[dict[str, Any]]
+    #: (model, baseline, topology) cells in the order the protocol lists them
+    order: list[tuple[str, str, str]]
+    protocol_sha256: str
+    task_set_sha256: str
+    #: run.json as written; :func:`finish_run` stamps its end time
+    meta: dict[str, Any]
     new_episodes: int = 0
     reused_episodes: int = 0
-    errors: int = 0
-    #: Wall seconds of the run's phases: ``setup_s`` (protocol, tasks, demos), ``episodes_s``
-    #: (the episodes themselves) and ``reports_s`` (summary, report.md, plots, report.html).
+    #: wall seconds of ``setup_s`` (protocol, tasks, demos) and ``episodes_s``
     timing: dict[str, float] = field(default_factory=dict)
 
     @property
-    def cells(self) -> list[dict[str, Any]]:
-        return self.summary["cells"]
+    def errors(self) -> int:
+        return sum(1 for r in self.records if r["status"] == "error")
 
-    def cell(self, model: str, topology: str, baseline: str = "0-shot") -> dict[str, Any]:
-        for c in self.cells:
-            if (c["model"], c["topology"], c["baseline"]) == (model, topology, baseline):
-                return c
-        raise KeyError((model, topology, baseline))
+    @property
+    def ladder_steps(self) -> list[tuple[str, str | None]]:
+        """The ladder curve's x axis: the (first) ID topology, then each ladder step with its axis."""
+        if not self.protocol.ladder:
+            return []
+        start = next(t.name for t in self.protocol.test if t.role == "id")
+        return [(start, None), *((s.name, s.axis or s.name) for s in self.protocol.ladder)]
+
+
+def finish_run(run: EpisodeRun) -> None:
+    """Stamp the run's end time into run.json (after its reports are written)."""
+    run.meta["ended"] = _now()
+    write_json(run.run_dir / RUN_JSON, run.meta)
 
 
 def baseline_name(shots: int) -> str:
     return f"{shots}-shot"
 
 
-def run_protocol(
-    protocol: Protocol | str | Path,
-    models: list[str | Policy],
-    out: str | Path | None = None,
-    *,
-    tasks: int | None = None,
-    samples: int | None = None,
-    concurrency: int | None = None,
-    suites_dirs: list[str | Path] | tuple = (),
-    progress: bool = False,
-    shots: list[int] | None = None,
-    model_options: ModelOptions | None = None,
-    cache: bool = True,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    trained_on: list[str | Path] | tuple = (),
-) -> RunResult:
-    """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
-
-    Running again with the same arguments resumes: finished episodes are kept, not re-run.
-    ``tasks`` and ``samples`` override the protocol's test task count and samples per task;
-    ``shots`` keeps only these baselines, ``max_turns`` / ``max_tokens`` override the protocol's
-    limits (the run's protocol hash changes with them). ``model_options`` reach every model backend; with
-    ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
-    ``trained_on``: ``topoeval export`` folders the models were trained on; evaluated tasks found in
-    them raise a :class:`ContaminationWarning` and are counted in run.json.
-    """
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(arun_protocol(
-            protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
-            suites_dirs=suites_dirs, progress=progress, shots=shots, model_options=model_options, cache=cache,
-            max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on,
-        ))
-
-
 class ContaminationWarning(UserWarning):
     """A model declared training data that contains evaluated tasks."""
 
 
-def _loop_factory():
+def loop_factory():
     """uvloop's event loop when installed (it halves the harness's own cost per request), else asyncio's."""
     try:
         import uvloop
@@ -109,7 +91,7 @@ def _loop_factory():
     return uvloop.new_event_loop
 
 
-async def arun_protocol(
+async def arun_episodes(
     protocol: Protocol | str | Path,
     models: list[str | Policy],
     out: str | Path | None = None,
@@ -125,7 +107,8 @@ async def arun_protocol(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     trained_on: list[str | Path] | tuple = (),
-) -> RunResult:
+) -> EpisodeRun:
+    """The episode phase of :func:`topoeval.run_protocol` (see there for the arguments)."""
     t0 = time.perf_counter()
     registry = SuiteRegistry(suites_dirs)
     if not isinstance(protocol, Protocol):
@@ -214,29 +197,9 @@ async def arun_protocol(
             response_cache.close()
 
     order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
-    records = list(store.records.values())
-    summary = build_summary(
-        protocol.name, records, order,
-        extra={"run_id": run_dir.name, "protocol_sha256": p_hash, "task_set_sha256": t_hash},
-        base_model=protocol.base_model, ladder_steps=_ladder_steps(protocol),
-    )
-    write_json(run_dir / "summary.json", summary)
-    reports_started = time.perf_counter()
-    write_run_reports(summary, records, run_dir)
-    timing["reports_s"] = time.perf_counter() - reports_started
-    meta["ended"] = _now()
-    write_json(run_dir / RUN_JSON, meta)
-    errors = sum(1 for r in records if r["status"] == "error")
-    return RunResult(run_dir=run_dir, summary=summary, new_episodes=new, reused_episodes=reused, errors=errors,
-                     timing=timing)
-
-
-def _ladder_steps(protocol: Protocol) -> list[tuple[str, str | None]]:
-    """The ladder curve's x axis: the (first) ID topology, then each ladder step with its axis."""
-    if not protocol.ladder:
-        return []
-    start = next(t.name for t in protocol.test if t.role == "id")
-    return [(start, None), *((s.name, s.axis or s.name) for s in protocol.ladder)]
+    return EpisodeRun(run_dir=run_dir, protocol=protocol, records=list(store.records.values()), order=order,
+                      protocol_sha256=p_hash, task_set_sha256=t_hash, meta=meta, new_episodes=new,
+                      reused_episodes=reused, timing=timing)
 
 
 def _only_shots(protocol: Protocol, shots: list[int]) -> Protocol:
@@ -262,7 +225,7 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     One fixed, seeded draw per (topology, shots, sample) — every task of a cell sees the same
     demos (so backends can cache the prefix); different samples see different draws.
     """
-    from topoeval.demos import demo_messages
+    from topoeval.runner.demos import demo_messages
 
     cache: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
     source = resolve(protocol.train, registry) if protocol.baselines.demos_from == "source" else None

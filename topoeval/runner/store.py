@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from topoeval.errors import UserError
+from topoeval.core.errors import UserError
 
 EPISODES = "episodes.jsonl"
 RUN_JSON = "run.json"

@@ -17,8 +17,8 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, Field
 
-from topoeval.messages import ToolCall
-from topoeval.suite import ToolError, ToolSpec, World
+from topoeval.core.messages import ToolCall
+from topoeval.core.suite import ToolError, ToolSpec, World
 
 
 class CallRecord(BaseModel):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from topoeval.suite import Suite
+from topoeval.core.suite import Suite
 
 from .batching import batch_api, no_batch
 from .params import SuiteView, hide_slots, merge_hold_pay, refundable, shuffle_priority
@@ -59,7 +59,7 @@ def transform_axis(name: str) -> str:
 
 def apply_transforms(suite: Suite, specs: list) -> Suite:
     """Apply the protocol's transform specs in order."""
-    from topoeval.errors import UserError
+    from topoeval.core.errors import UserError
 
     batched = False
     for spec in specs:

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from topoeval.messages import AssistantMessage, ToolCall
-from topoeval.suite import Effect, Suite, ToolError, ToolSpec, TopologyDescriptor, World
+from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.core.suite import Effect, Suite, ToolError, ToolSpec, TopologyDescriptor, World
 
 from .params import SuiteView
 

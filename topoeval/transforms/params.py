@@ -1,6 +1,6 @@
 """Transforms that change what a suite generates through its parameters (user, ordering and
 reversibility axes), and :class:`SuiteView`, the delegating suite they — and
-:func:`topoeval.topology.resolve` — return.
+:func:`topoeval.protocol.topology.resolve` — return.
 
 Each of these transforms needs the suite to expose the parameter it sets; a protocol naming one
 on a suite without it is rejected when it loads.
@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from topoeval.errors import UserError
-from topoeval.messages import AssistantMessage
-from topoeval.suite import Suite, Task, ToolSpec, TopologyDescriptor, World
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage
+from topoeval.core.suite import Suite, Task, ToolSpec, TopologyDescriptor, World
 
 
 class SuiteView(Suite):

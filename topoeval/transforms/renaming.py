@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from topoeval.messages import AssistantMessage, ToolCall
-from topoeval.suite import Effect, GoldCall, Suite, Task, ToolSpec, TopologyDescriptor, World
+from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.core.suite import Effect, GoldCall, Suite, Task, ToolSpec, TopologyDescriptor, World
 
 TOOL_SYNONYMS = {
     "search": ["find_articles", "query_index", "lookup"],

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from topoeval.gold import tool_results
-from topoeval.messages import AssistantMessage, ToolCall
-from topoeval.suite import GoldCall, ToolSpec
+from topoeval.core.gold import tool_results
+from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.core.suite import GoldCall, ToolSpec
 
 #: Reference-policy variants: each breaks exactly one decision-quality dimension.
 VARIANTS = ("oracle", "oracle-no-ask", "oracle-reckless", "oracle-serial", "oracle-no-priority", "oracle-redundant")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from topoeval.report_md import render_report_md
+from topoeval.report.markdown import render_report_md
 
 MAX_EPISODES_PER_CELL = 50
 MAX_TEXT = 2000

@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topoeval import __version__
-from topoeval.errors import UserError
-from topoeval.parquet import write_rows
-from topoeval.protocol import Protocol
-from topoeval.suite import Task, canonical_json
-from topoeval.topology import ResolvedTopology, task_set_hash, topology_from
+from topoeval.core.version import __version__
+from topoeval.core.errors import UserError
+from topoeval.core.parquet import write_rows
+from topoeval.protocol.schema import Protocol
+from topoeval.core.suite import Task, canonical_json
+from topoeval.runner.contamination import MANIFEST
+from topoeval.protocol.topology import ResolvedTopology, task_set_hash, topology_from
 
-MANIFEST = "topoeval_export.json"
 
 
 def _answer(task: Task) -> str:
@@ -99,8 +99,8 @@ def select_tasks(protocol: Any, *, split: str = "train", n: int | None = None, t
     """``split`` of the protocol's train topology (or ``topology``): ``n`` tasks (default: the
     protocol's count for the split). ``protocol`` may also be a suite name: its default topology,
     ``n`` tasks from ``seed``."""
-    from topoeval.discovery import SuiteRegistry
-    from topoeval.protocol_loader import load_protocol, protocol_hash
+    from topoeval.protocol.discovery import SuiteRegistry
+    from topoeval.protocol.loader import load_protocol, protocol_hash
 
     registry = SuiteRegistry(suites_dirs)
     if isinstance(protocol, Protocol):
@@ -134,25 +134,10 @@ def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int
 
 
 def _is_protocol(name: str) -> bool:
-    from topoeval.discovery import resolve_protocol_path
+    from topoeval.protocol.discovery import resolve_protocol_path
 
     try:
         resolve_protocol_path(name)
     except UserError:
         return False
     return True
-
-
-def overlap_with_exports(exports: list[str | Path], task_sets: dict[str, list[Task]]) -> dict[str, int]:
-    """For each export folder (or its manifest file), how many evaluated tasks it contains."""
-    evaluated = {t.fingerprint() for tasks in task_sets.values() for t in tasks}
-    out = {}
-    for e in exports:
-        path = Path(e)
-        path = path / MANIFEST if path.is_dir() else path
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"--trained-on {e}: not a topoeval export ({exc})") from None
-        out[str(e)] = len(evaluated & set(manifest.get("fingerprints", [])))
-    return out

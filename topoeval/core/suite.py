@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from topoeval.messages import AssistantMessage
+from topoeval.core.messages import AssistantMessage
 
 SPLITS = ("train", "dev", "test", "fewshot")
 Split = Literal["train", "dev", "test", "fewshot"]
@@ -214,7 +214,7 @@ class Suite(ABC):
     def tools_for(self, params: BaseModel) -> list[ToolSpec]:
         """Tools offered under these parameters (default: the manifest's). A suite whose tool list
         depends on its parameters overrides this; the runner sees the result through
-        :func:`topoeval.topology.resolve`."""
+        :func:`topoeval.protocol.topology.resolve`."""
         return self.manifest.tools
 
     def topology_for(self, params: BaseModel) -> TopologyDescriptor:

@@ -7,10 +7,10 @@ import json
 import random
 from typing import Any
 
-from topoeval.policies.base import SamplingParams
+from topoeval.core.policy import SamplingParams
 from topoeval.policies.reference import OraclePolicy
-from topoeval.protocol import Limits, SplitSpec
-from topoeval.topology import ResolvedTopology
+from topoeval.protocol.schema import Limits, SplitSpec
+from topoeval.protocol.topology import ResolvedTopology
 
 
 async def demo_messages(

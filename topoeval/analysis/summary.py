@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from topoeval.metrics.stats import mark_ties, metric_stats
+from topoeval.analysis.stats import mark_ties, metric_stats
 
 #: 2 adds the ``collapse`` section and per-cell ``episode_ids``; nothing of schema 1 was removed.
 SCHEMA_VERSION = 2
@@ -50,8 +50,8 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
 
 def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None,
                   base_model: str | None = None, ladder_steps: list[tuple[str, str | None]] | None = None) -> dict:
-    from topoeval.collapse import build_collapse
-    from topoeval.ladder import build_ladders
+    from topoeval.analysis.collapse import build_collapse
+    from topoeval.analysis.ladder import build_ladders
 
     cells = build_cells(records, order)
     return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": cells,

@@ -9,7 +9,7 @@
 Observations are text (the new messages rendered one per block); the full OpenAI message list is
 in ``info["messages"]`` and the tool specs (OpenAI format) in ``info["tools"]``. An action is an
 assistant message: an OpenAI-format dict (``content``, ``tool_calls``), an
-:class:`~topoeval.messages.AssistantMessage`, or a string whose ``<tool_call>{...}</tool_call>``
+:class:`~topoeval.core.messages.AssistantMessage`, or a string whose ``<tool_call>{...}</tool_call>``
 blocks are its calls (the prompt-tools format of :mod:`topoeval.models.prompt_tools`). The episode
 terminates on a message without tool calls and is truncated at ``max_turns`` (or ``max_tool_calls``); either way the final
 step's reward is the episode's score (``success`` by default; see :func:`topoeval.reward`) and
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.messages import AssistantMessage
-from topoeval.protocol import Limits
-from topoeval.rewards import combine
+from topoeval.core.messages import AssistantMessage
+from topoeval.protocol.schema import Limits
+from topoeval.training.actions import as_assistant_message
+from topoeval.training.rewards import combine
 from topoeval.runner.episode import EpisodeState
-from topoeval.suite import Split
-from topoeval.topology import ResolvedTopology, topology_from
+from topoeval.core.suite import Split
+from topoeval.protocol.topology import ResolvedTopology, topology_from
 
 try:  # optional: a real gymnasium.Env when gymnasium is installed
     import gymnasium as _gym
@@ -40,20 +41,6 @@ except ImportError:  # pragma: no cover - exercised where gymnasium is absent
     _Base = object
 
 MAX_TEXT = 1_000_000
-
-
-def as_assistant_message(action: Any) -> AssistantMessage:
-    """An assistant message from an OpenAI-format dict, an AssistantMessage or prompt-tools text."""
-    from topoeval.models.openai_format import message_from_openai
-    from topoeval.models.prompt_tools import prompt_reply
-
-    if isinstance(action, AssistantMessage):
-        return action
-    if isinstance(action, str):
-        return prompt_reply(AssistantMessage(content=action))
-    if isinstance(action, dict):
-        return message_from_openai(action, None)
-    raise TypeError(f"an action is an assistant message (dict, AssistantMessage or str), not {type(action).__name__}")
 
 
 def render(messages: list[dict[str, Any]]) -> str:
@@ -124,4 +111,4 @@ def make_env(topology: Any, **kwargs: Any) -> TopologyEnv:
 
 
 if _gym is not None and "topoeval/Topology-v0" not in _gym.registry:
-    _gym.register(id="topoeval/Topology-v0", entry_point="topoeval.env:TopologyEnv")
+    _gym.register(id="topoeval/Topology-v0", entry_point="topoeval.training.env:TopologyEnv")

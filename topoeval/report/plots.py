@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from topoeval.collapse import QUALITY
+from topoeval.analysis.collapse import QUALITY
 
 
 def _pyplot():

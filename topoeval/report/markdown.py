@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from topoeval.collapse import QUALITY
-from topoeval.report import topologies_by_role
+from topoeval.analysis.collapse import QUALITY
+from topoeval.report.tables import topologies_by_role
 
 
 def _f(value: float | None, digits: int = 2) -> str:

@@ -7,7 +7,7 @@
     r = topoeval.reward(task, trajectory, metric={"success": 0.7, "dq": 0.3})
     scores = topoeval.reward(task, trajectory, metric="all")       # every metric, as a dict
 
-``task`` is a :class:`~topoeval.suite.Task`, its JSON dict, or a row of ``topoeval export``
+``task`` is a :class:`~topoeval.core.suite.Task`, its JSON dict, or a row of ``topoeval export``
 (whose ``info`` carries the task and its topology). ``trajectory`` is the conversation in OpenAI
 format; its assistant messages are replayed, in order, against a fresh world of the task — tool
 results written in the trajectory are ignored and recomputed, so a reward cannot be faked by
@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topoeval.errors import UserError
-from topoeval.protocol import Limits
-from topoeval.suite import Task
+from topoeval.core.errors import UserError
+from topoeval.protocol.schema import Limits
+from topoeval.core.suite import Task
 
 
 def combine(scores: dict[str, Any], metric: str | dict[str, float]) -> float:
@@ -48,9 +48,9 @@ def reward(task: Any, trajectory: list[dict[str, Any]], *, metric: str | dict[st
            topology: Any = None, suites_dirs: list | tuple = ()) -> float | dict[str, Any]:
     """Score ``trajectory`` on ``task`` (see the module docstring). ``topology`` overrides the
     topology recorded in an export row (needed for a transformed topology given a bare Task)."""
-    from topoeval.env import as_assistant_message
+    from topoeval.training.actions import as_assistant_message
     from topoeval.runner.episode import EpisodeState
-    from topoeval.topology import topology_from
+    from topoeval.protocol.topology import topology_from
 
     task_obj, recorded = _task_and_topology(task)
     resolved = topology_from(topology or recorded or task_obj.suite, suites_dirs=suites_dirs)

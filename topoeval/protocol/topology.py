@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from topoeval.discovery import SuiteRegistry
-from topoeval.protocol import TopologySpec
-from topoeval.suite import Split, Suite, Task
+from topoeval.protocol.discovery import SuiteRegistry
+from topoeval.protocol.schema import TopologySpec
+from topoeval.core.suite import Split, Suite, Task
 from topoeval.transforms import SuiteView, apply_transforms
 
 
@@ -49,8 +49,8 @@ def topology_from(topology: Any, protocol: Any = None, suites_dirs: list | tuple
     (and ``params``, ``transforms``); the name of a topology of ``protocol`` (train, test or ladder
     step); or, without a protocol, a suite name.
     """
-    from topoeval.errors import UserError
-    from topoeval.protocol_loader import load_protocol
+    from topoeval.core.errors import UserError
+    from topoeval.protocol.loader import load_protocol
 
     if isinstance(topology, ResolvedTopology):
         return topology

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from topoeval.suite import GoldCall
+from topoeval.core.suite import GoldCall
 
 
 def dag_levels(gold: list[GoldCall]) -> list[list[GoldCall]]:

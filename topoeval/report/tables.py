@@ -78,7 +78,7 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
 def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) -> None:
     from rich.table import Table
 
-    from topoeval.sensitivity import COLUMNS, FLAWS, unchecked
+    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, unchecked
 
     table = Table(title=f"sensitivity matrix ({matrix['tasks']} tasks; mean over tasks where the metric applies, n)")
     table.add_column("policy")

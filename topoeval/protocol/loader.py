@@ -4,7 +4,7 @@ Every problem becomes one line such as::
 
     protocols/x.yaml:7 test[1].suite: unknown suite 'travl' (did you mean 'travel'?)
 
-and all of them are raised together as :class:`~topoeval.errors.ProtocolErrors`.
+and all of them are raised together as :class:`~topoeval.core.errors.ProtocolErrors`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from topoeval.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
-from topoeval.errors import ProtocolErrors, UserError
-from topoeval.protocol import Protocol
-from topoeval.suite import canonical_json
+from topoeval.protocol.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
+from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.protocol.schema import Protocol
+from topoeval.core.suite import canonical_json
 
 Loc = tuple[str | int, ...]
 

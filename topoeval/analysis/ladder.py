@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.collapse import QUALITY
-from topoeval.metrics.stats import noise
+from topoeval.analysis.collapse import QUALITY
+from topoeval.analysis.stats import noise
 
 CLIFF_SHARE = 0.6
 STEP_SHARE = 0.25

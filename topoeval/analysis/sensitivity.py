@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from topoeval.discovery import SuiteRegistry
+from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.metrics.dimensions import DIMENSIONS
-from topoeval.policies.base import SamplingParams
+from topoeval.core.policy import SamplingParams
 from topoeval.policies.registry import make_policy
-from topoeval.protocol import Limits
+from topoeval.protocol.schema import Limits
 from topoeval.runner.episode import run_episode
 
 #: Each flawed oracle and the dimension it must break.

@@ -1,7 +1,7 @@
 """The protocol schema: pydantic models for a protocol YAML file.
 
 Every model rejects unknown keys (``extra="forbid"``). Checks that need the suite registry
-(suite names, suite parameters) run in :mod:`topoeval.protocol_loader`, which also maps every
+(suite names, suite parameters) run in :mod:`topoeval.protocol.loader`, which also maps every
 error back to the YAML line it comes from.
 """
 

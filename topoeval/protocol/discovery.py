@@ -14,10 +14,10 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from topoeval.errors import UserError
-from topoeval.suite import Suite, SuiteManifest
+from topoeval.core.errors import UserError
+from topoeval.core.suite import Suite, SuiteManifest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_SUITES = REPO_ROOT / "tool_suites"
 SHIPPED_PROTOCOLS = REPO_ROOT / "protocols"
 ENTRY_POINT_GROUP = "topoeval.suites"
@@ -86,7 +86,7 @@ def load_suite_folder(folder: str | Path) -> Suite:
     except (ImportError, AttributeError) as exc:
         raise UserError(f"{manifest_path}: world '{manifest.world}' cannot be loaded: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, Suite)):
-        raise UserError(f"{manifest_path}: world '{manifest.world}' is not a topoeval.suite.Suite subclass")
+        raise UserError(f"{manifest_path}: world '{manifest.world}' is not a topoeval.core.suite.Suite subclass")
     return cls(manifest, str(folder))
 
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from topoeval.messages import AssistantMessage
+from topoeval.core.messages import AssistantMessage
 
 if TYPE_CHECKING:
-    from topoeval.suite import Suite, Task
+    from topoeval.core.suite import Suite, Task
 
 
 class SamplingParams(BaseModel):

@@ -1,0 +1,216 @@
+"""An OpenEnv server over any topology (extra ``topoeval[openenv]``: ``openenv==0.10.0``).
+
+``topoeval serve-openenv [--host 127.0.0.1 --port 8000 --protocol P --topology T --split S]``
+serves :class:`TopoevalEnvironment` through OpenEnv's ``create_app``: the WebSocket ``/ws`` holds
+one environment per session (episodes run there); HTTP ``/reset`` and ``/step`` are OpenEnv's
+stateless one-shot routes; ``/schema``, ``/health`` and the task API are served too.
+
+- ``reset(seed=i, topology=..., protocol=..., split=..., metric=..., max_turns=...)`` starts task
+  ``i`` of the split (the task ``topoeval run`` draws at that position; ``index=`` is the same);
+  unset arguments take the server's defaults. The observation carries the system and user
+  messages and the tools: OpenAI function schemas plus MCP's hints (``annotations``) and
+  topoeval's own (``topoeval``: effect, idempotent, parallel_safe, needs_confirmation) — OpenEnv's
+  ``Tool`` model forbids extra fields, so the annotations travel in the observation.
+- ``step({"tool_calls": [{"name", "arguments"}], "content": ...})`` is one assistant message:
+  its calls run against the task's world (several calls = one parallel turn; malformed ones come
+  back as error results, as in an evaluation); a message without calls is the final answer.
+- The last step has ``done`` true, ``reward`` the evaluation's own score (``success`` unless the
+  reset's ``metric`` says otherwise: a metric name or ``{"success": 0.7, "dq": 0.3}``) and every
+  score in ``observation.scores``; earlier steps have reward 0.
+
+:class:`TopoevalClient` is the typed OpenEnv client (``async with TopoevalClient(base_url=...)``,
+or ``.sync()``); OpenEnv's ``GenericEnvClient`` works as well, with plain dicts.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.integrations.topology_tasks import TopologyTasks, load_topology_tasks
+
+try:
+    from openenv.core import Action, EnvClient, Environment, Observation, State, create_app
+    from openenv.core.client_types import StepResult
+except ImportError:
+    raise UserError("topoeval.integrations.openenv needs the 'openenv' extra: pip install 'topoeval[openenv]'") from None
+
+ENV_NAME = "topoeval"
+
+
+class ActionToolCall(BaseModel):
+    """One tool call of an action."""
+
+    name: str = Field(description="Tool name (an unknown name is answered with an error result).")
+    arguments: dict[str, Any] | str = Field(default_factory=dict,
+                                            description="Arguments: an object, or its JSON text as a model emitted it.")
+    id: str | None = Field(default=None, description="Call id echoed by its result (default call_<turn>_<i>).")
+
+
+class TopoevalAction(Action):
+    """One assistant message: tool calls (several = one parallel turn) and/or text (no calls = the answer)."""
+
+    tool_calls: list[ActionToolCall] = Field(default_factory=list, description="Calls made this turn.")
+    content: str | None = Field(default=None, description="Text of the turn; the final answer when there are no calls.")
+
+    def assistant_message(self) -> AssistantMessage:
+        calls = [ToolCall(id=c.id or "", name=c.name,
+                          arguments=c.arguments if isinstance(c.arguments, str) else ToolCall.make("", "", c.arguments).arguments)
+                 for c in self.tool_calls]
+        return AssistantMessage(content=self.content, tool_calls=calls)
+
+
+class TopoevalObservation(Observation):
+    """What the agent sees after a reset or a step."""
+
+    messages: list[dict[str, Any]] = Field(default_factory=list,
+                                           description="New messages, OpenAI format: system + user on reset, tool results on a step.")
+    tools: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="On reset: the tools with their schemas and annotations (empty on steps).")
+    task_id: str = Field(default="", description="Task id.")
+    topology: str = Field(default="", description="Topology name.")
+    split: str = Field(default="", description="Split the task is from.")
+    index: int = Field(default=0, description="Task index in the split.")
+    turn: int = Field(default=0, description="Assistant turns taken so far.")
+    status: str = Field(default="", description="running | done | limit:max_turns | limit:max_tool_calls.")
+    scores: dict[str, Any] | None = Field(default=None, description="Every score of the episode, once it is done.")
+
+
+class TopoevalState(State):
+    """The session's episode (``step_count`` is its assistant turns)."""
+
+    task_id: str | None = Field(default=None, description="Task id of the current episode.")
+    topology: str | None = Field(default=None, description="Topology name.")
+    split: str | None = Field(default=None, description="Split.")
+    index: int | None = Field(default=None, description="Task index.")
+    status: str | None = Field(default=None, description="Episode status.")
+    tool_calls: int = Field(default=0, description="Tool calls made so far.")
+
+
+class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, TopoevalState]):
+    """One topoeval episode per session (see the module docstring)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its world; nothing is shared
+
+    def __init__(self, protocol: str = "wiki_to_travel", topology: str | None = None, split: str = "train",
+                 metric: str | dict[str, float] = "success", suites_dirs: tuple[str, ...] = ()):
+        super().__init__()
+        self.defaults = {"protocol": protocol, "topology": topology, "split": split, "metric": metric}
+        self.suites_dirs = suites_dirs
+        self._next = itertools.count()
+        self._tasks: TopologyTasks | None = None
+        self._episode = None
+        self._metric = metric
+        self._state = TopoevalState()
+
+    def _topology(self, protocol: str | None, topology: str | None, split: str | None,
+                  max_turns: int | None = None) -> TopologyTasks:
+        if protocol is None:
+            protocol = self.defaults["protocol"]
+            topology = topology or self.defaults["topology"]
+        return load_topology_tasks(protocol, topology, split or self.defaults["split"], max_turns=max_turns,
+                                   suites_dirs=self.suites_dirs)
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, *, topology: str | None = None,
+              protocol: str | None = None, split: str | None = None, index: int | None = None,
+              metric: str | dict[str, float] | None = None, max_turns: int | None = None,
+              **kwargs: Any) -> TopoevalObservation:
+        if kwargs:
+            raise UserError(f"unknown reset argument(s) {sorted(kwargs)} (known: seed, index, topology, protocol, "
+                            "split, metric, max_turns)")
+        tasks = self._topology(protocol, topology, split, max_turns)
+        i = index if index is not None else seed if seed is not None else next(self._next)
+        if i < 0:
+            raise UserError(f"a task index is >= 0, not {i}")
+        metric = metric if metric is not None else self.defaults["metric"]
+        tasks.reward({"success": 0.0, "dq": 0.0, **dict.fromkeys(_REWARDABLE, 0.0)}, metric)  # reject a bad metric now
+        task = tasks.task(i)
+        self._tasks, self._metric = tasks, metric
+        self._episode = tasks.episode(task)
+        self._state = TopoevalState(episode_id=episode_id or f"{task.id}#{i}", step_count=0, task_id=task.id,
+                                    topology=tasks.name, split=tasks.split, index=i, status="running")
+        return self._observation(list(self._episode.messages), tools=tasks.tools())
+
+    def step(self, action: TopoevalAction, timeout_s: float | None = None, **kwargs: Any) -> TopoevalObservation:
+        if self._episode is None:
+            raise UserError("call reset() before step()")
+        if self._episode.done:
+            raise UserError("the episode is over; call reset()")
+        results = self._episode.step(action.assistant_message())
+        return self._observation(results)
+
+    @property
+    def state(self) -> TopoevalState:
+        return self._state
+
+    def _observation(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> TopoevalObservation:
+        ep, tasks = self._episode, self._tasks
+        assert ep is not None and tasks is not None
+        scores, reward = None, 0.0
+        if ep.done:
+            scores = ep.record()["scores"]
+            reward = tasks.reward(scores, self._metric)
+        status = ep.status if ep.done else "running"
+        self._state = self._state.model_copy(update={"step_count": ep.turns, "status": status,
+                                                     "tool_calls": len(ep.calls)})
+        return TopoevalObservation(messages=messages, tools=tools or [], task_id=ep.task.id, topology=tasks.name,
+                                   split=tasks.split, index=self._state.index or 0, turn=ep.turns, status=status,
+                                   scores=scores, done=ep.done, reward=reward)
+
+    # OpenEnv's task API (discovery only): the server's default topology.
+    def list_splits(self) -> list[str]:
+        tasks = self._topology(None, None, None)
+        return [s for s in ("train", "dev", "test", "fewshot") if getattr(tasks.protocol.tasks, s, None) is not None]
+
+    def num_tasks(self, split: str) -> int:
+        return self._topology(None, None, split).count or 0
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        tasks = self._topology(None, None, split)
+        if tasks.count is not None and not 0 <= index < tasks.count:
+            raise IndexError(f"split '{split}' has {tasks.count} tasks")
+        task = tasks.task(index)
+        return {"id": task.id, "index": index, "split": split, "topology": tasks.name, "prompt": task.prompt}
+
+
+#: Scores a reward may weigh (the numeric ones of an episode's scores).
+_REWARDABLE = ("clarification", "priority", "risk", "parallelism", "efficiency", "f1", "partial")
+
+
+def make_app(protocol: str = "wiki_to_travel", topology: str | None = None, split: str = "train",
+             metric: str | dict[str, float] = "success", max_sessions: int = 64, suites_dirs: tuple[str, ...] = ()):
+    """The FastAPI app OpenEnv builds around :class:`TopoevalEnvironment` (one per WebSocket session)."""
+    load_topology_tasks(protocol, topology, split, suites_dirs=suites_dirs)  # a bad protocol fails here, once
+    factory = functools.partial(TopoevalEnvironment, protocol, topology, split, metric, tuple(suites_dirs))
+    return create_app(factory, TopoevalAction, TopoevalObservation, env_name=ENV_NAME,
+                      max_concurrent_envs=max_sessions, state_cls=TopoevalState)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, **app_kwargs: Any) -> None:
+    """Serve :func:`make_app` with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(make_app(**app_kwargs), host=host, port=port, log_level="warning")
+
+
+class TopoevalClient(EnvClient[TopoevalAction, TopoevalObservation, TopoevalState]):
+    """OpenEnv's WebSocket client, typed for this server: ``step`` takes a :class:`TopoevalAction`
+    (or its dict) and results carry :class:`TopoevalObservation`."""
+
+    def _step_payload(self, action: TopoevalAction | dict[str, Any]) -> dict[str, Any]:
+        return TopoevalAction.model_validate(action).model_dump(exclude={"metadata"}) if isinstance(action, dict) \
+            else action.model_dump(exclude={"metadata"})
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[TopoevalObservation]:
+        obs = TopoevalObservation.model_validate({**payload.get("observation", {}), "done": payload.get("done", False),
+                                                  "reward": payload.get("reward")})
+        return StepResult(observation=obs, reward=payload.get("reward"), done=payload.get("done", False),
+                          metadata=payload.get("metadata"))
+
+    def _parse_state(self, payload: dict[str, Any]) -> TopoevalState:
+        return TopoevalState.model_validate(payload)
