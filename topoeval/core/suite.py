@@ -158,6 +158,12 @@ class ToolError(Exception):
     """Raised by a world for a call it cannot carry out; becomes an error observation."""
 
 
+class WorldError(Exception):
+    """Raised by a world whose backend failed — a server that does not start, dies, or does not
+    answer in time — from ``make_world`` or ``call``. The episode ends with status ``error``
+    (infrastructure, not the model's doing); it is recorded, never raised out of the runner."""
+
+
 class World(ABC):
     """The live state of one episode.
 
@@ -185,6 +191,10 @@ class World(ABC):
     @abstractmethod
     def snapshot(self) -> dict[str, Any]:
         """JSON-serialisable state, used for diffs and invariants."""
+
+    def close(self) -> None:
+        """Release what the world holds (a server process, a scratch folder). The runner calls it
+        once the episode's record is made, however the episode ended; it must be idempotent."""
 
 
 class Suite(ABC):

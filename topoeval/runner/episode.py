@@ -18,7 +18,7 @@ from topoeval.protocol.schema import Limits
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
 from topoeval.metrics.scoring import score_episode
 from topoeval.core.state import state_diff
-from topoeval.core.suite import Suite, Task
+from topoeval.core.suite import Suite, Task, World, WorldError
 
 
 def episode_key(model: str, baseline: str, topology: str, task_id: str, sample: int) -> str:
@@ -34,14 +34,15 @@ class EpisodeState:
     """A live episode: the world, the conversation, and every call made so far.
 
     ``step(reply)`` applies one assistant message (runs its tool calls, or ends the episode when
-    it has none); ``record()`` is the scored episode record as written to episodes.jsonl.
+    it has none); ``record()`` is the scored episode record as written to episodes.jsonl;
+    ``close()`` releases the world. A world whose backend fails (:class:`WorldError`, e.g. an MCP
+    server that does not start or dies) ends the episode with status ``error``; one that never
+    started leaves ``world`` None and the record without scores.
     """
 
     def __init__(self, suite: Suite, task: Task, system_prompt: str, demos: list[dict[str, Any]], limits: Limits):
         self.suite, self.task, self.limits = suite, task, limits
         self.started = time.perf_counter()
-        self.world = suite.make_world(task)
-        self.state_before = self.world.snapshot()
         self.tool_specs = {t.name: t for t in suite.tools}
         self.tools = [t.openai() for t in suite.tools]
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *demos,
@@ -56,6 +57,15 @@ class EpisodeState:
         self.final_answer: str | None = None
         self.status = "limit:max_turns"
         self.turns = 0
+        self.world: World | None = None
+        self.state_before: dict[str, Any] = {}
+        try:
+            self.world = suite.make_world(task)
+            self.state_before = self.world.snapshot()
+        except WorldError as exc:
+            self.close()
+            self.world = None
+            self.fail(f"world: {exc}")
 
     @property
     def done(self) -> bool:
@@ -92,20 +102,33 @@ class EpisodeState:
                 )
                 self.status = "limit:max_tool_calls"
             else:
+                assert self.world is not None
                 n_events = len(self.world.events)
-                rec = execute_call(call, turn, self.tool_specs, self.world)
+                try:
+                    rec = execute_call(call, turn, self.tool_specs, self.world)
+                except WorldError as exc:  # the world's backend failed: an infrastructure error
+                    rec = CallRecord(turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments,
+                                     status="tool_error", error=str(exc))
+                    self.fail(f"world: {exc}")
                 for event in self.world.events[n_events:]:
                     event.update(call=len(self.calls), turn=turn)
             self.calls.append(rec)
             msg = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation_text(rec)}
             self.messages.append(msg)
             out.append(msg)
+            if self.status == "error":
+                break
         return out
 
     def fail(self, error: str) -> None:
-        """End the episode on a policy failure (recorded, never raised)."""
+        """End the episode on a policy or world failure (recorded, never raised)."""
         self.errors.append(error)
         self.status = "error"
+
+    def close(self) -> None:
+        """Release the world (server processes, scratch folders); safe to call more than once."""
+        if self.world is not None:
+            self.world.close()
 
     def record(self, **labels: Any) -> dict[str, Any]:
         """The scored episode record."""
@@ -120,14 +143,15 @@ class EpisodeState:
             "n_demo_messages": self.n_demo_messages,
             "calls": [c.model_dump(mode="json") for c in self.calls],
             "events": list(getattr(self.world, "events", [])),
-            "state_diff": state_diff(self.state_before, self.world.snapshot()),
+            "state_diff": state_diff(self.state_before, self.world.snapshot()) if self.world is not None else {},
             "usage": self.usage,
             "cost": self.cost,
             "policy_s": round(self.policy_s, 6),
             "wall_s": round(time.perf_counter() - self.started, 6),
             "errors": self.errors,
         }
-        record["scores"] = score_episode(self.suite, self.task, record, self.world)
+        # a world that never started has nothing to score: the error episode carries no metrics
+        record["scores"] = score_episode(self.suite, self.task, record, self.world) if self.world is not None else {}
         return record
 
 
@@ -144,19 +168,23 @@ async def run_episode(
     shots: int,
     labels: dict[str, Any],
 ) -> dict[str, Any]:
-    """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults)."""
+    """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults).
+    The world is closed when the episode ends, fails or is cancelled."""
     state = EpisodeState(suite, task, system_prompt, demos, limits)
     ctx = EpisodeContext(task=task, suite=suite, sample=sample, shots=shots)
-    while not state.done:
-        try:
-            reply = await policy.act(state.messages, state.tools, sampling, ctx)
-        except UserError:  # a set-up problem (missing extra, server that cannot start): end the run
-            raise
-        except Exception as exc:  # backend failure after its own retries: record, do not drop
-            state.fail(f"policy: {type(exc).__name__}: {exc}")
-            break
-        state.step(reply)
-    return state.record(**labels, sample=sample, shots=shots)
+    try:
+        while not state.done:
+            try:
+                reply = await policy.act(state.messages, state.tools, sampling, ctx)
+            except UserError:  # a set-up problem (missing extra, server that cannot start): end the run
+                raise
+            except Exception as exc:  # backend failure after its own retries: record, do not drop
+                state.fail(f"policy: {type(exc).__name__}: {exc}")
+                break
+            state.step(reply)
+        return state.record(**labels, sample=sample, shots=shots)
+    finally:
+        state.close()
 
 
 def _unique_ids(tool_calls: list[ToolCall], turn: int) -> list[ToolCall]:

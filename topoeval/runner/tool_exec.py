@@ -7,6 +7,9 @@ Every call ends in a :class:`CallRecord` with a status:
   the world never sees it (counted in ``invalid_calls``);
 - ``tool_error`` — valid, but the world refused it (unknown id, ...);
 - ``crash`` — the suite's own code raised; recorded so a suite bug cannot kill a run.
+
+A :class:`~topoeval.core.suite.WorldError` (the world's backend failed) is raised on to the
+episode, which records the call as a ``tool_error`` and ends with status ``error``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import jsonschema
 from pydantic import BaseModel, Field
 
 from topoeval.core.messages import ToolCall
-from topoeval.core.suite import ToolError, ToolSpec, World
+from topoeval.core.suite import ToolError, ToolSpec, World, WorldError
 
 
 class CallRecord(BaseModel):
@@ -82,6 +85,8 @@ def execute_call(call: ToolCall, turn: int, tools: dict[str, ToolSpec], world: W
         rec.observation = world.call(call.name, args)
     except ToolError as exc:
         rec.status, rec.error = "tool_error", str(exc)
+    except WorldError:
+        raise
     except Exception as exc:  # a suite bug: record it, keep the run alive
         rec.status, rec.error = "crash", f"{type(exc).__name__}: {exc}"
     if before is not None:

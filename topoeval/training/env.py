@@ -79,6 +79,7 @@ class TopologyEnv(_Base):
             index = seed
         task = (options or {}).get("task") or self.topology.suite.generate(
             self.topology.params, self.split, self.task_seed, index % self.n_tasks)
+        self.close()
         self.state = EpisodeState(self.topology.suite, task, self.topology.system_prompt(), [], self.limits)
         return render(self.state.messages), self._info()
 
@@ -94,9 +95,15 @@ class TopologyEnv(_Base):
         reward = 0.0
         if terminated or truncated:
             record = self.state.record()
+            self.state.close()
             info["scores"], info["record"] = record["scores"], record
             reward = combine(record["scores"], self.reward_spec)
         return render(results), reward, terminated, truncated, info
+
+    def close(self) -> None:
+        """Release the current episode's world (servers, scratch folders)."""
+        if self.state is not None:
+            self.state.close()
 
     def _info(self) -> dict[str, Any]:
         assert self.state is not None

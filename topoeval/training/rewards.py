@@ -57,9 +57,12 @@ def reward(task: Any, trajectory: list[dict[str, Any]], *, metric: str | dict[st
     replies = [as_assistant_message(m) for m in trajectory if m.get("role") == "assistant"]
     state = EpisodeState(resolved.suite, task_obj, resolved.system_prompt(), [],
                          Limits(max_turns=max(1, len(replies)), max_tool_calls=10_000))
-    for reply in replies:
-        if state.done:
-            break
-        state.step(reply)
-    scores = state.record()["scores"]
+    try:
+        for reply in replies:
+            if state.done:
+                break
+            state.step(reply)
+        scores = state.record()["scores"]
+    finally:
+        state.close()
     return scores if metric == "all" else combine(scores, metric)

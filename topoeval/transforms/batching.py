@@ -127,6 +127,9 @@ class _BatchWorld(World):
     def snapshot(self) -> dict[str, Any]:
         return self.inner.snapshot()
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 def _split_batches(messages: list[dict[str, Any]], batch_of: dict[str, str]) -> list[dict[str, Any]]:
     """The conversation as if every batch call had been its component calls (for the inner oracle)."""

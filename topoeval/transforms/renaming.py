@@ -165,6 +165,9 @@ class _TransformedWorld(World):
     def snapshot(self) -> dict[str, Any]:
         return self.inner.snapshot()
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 def _parts(suite: Suite) -> tuple[Suite, dict[str, str], dict[str, dict[str, str]], list[ToolSpec]]:
     """(untransformed suite, tool renames, argument renames, distractors) — copies, safe to extend."""
