@@ -1,7 +1,9 @@
-"""The command line: help without heavy imports, run/report/suites/protocols end to end."""
+"""The command line: help without heavy imports, run/report/suites/protocols end to end, usage errors."""
 
 import subprocess
 import sys
+
+import pytest
 
 
 def test_help_does_not_import_litellm():
@@ -50,3 +52,26 @@ def test_suites_lists_shipped_and_external(fixture_suites, topoeval_cmd):
 def test_protocols_lists_shipped(topoeval_cmd):
     proc = subprocess.run([*topoeval_cmd, "protocols"], capture_output=True, text=True)
     assert proc.returncode == 0 and "wiki_hops" in proc.stdout
+
+
+# Usage errors: typer's own message (usage line, help hint, "Error: ..."), exit 2, never a traceback.
+# Run under the lowest and the newest typer that pyproject admits (see the comment on its typer pin).
+USAGE_ERRORS = [  # (arguments, words of the "Error: ..." line; click's wording varies between versions)
+    (["run", "wiki_hops", "-m", "oracle", "--shard", "0/3"], ("No such option", "--shard")),
+    (["run"], ("Missing argument", "PROTOCOL")),
+    (["bogus"], ("No such command", "bogus")),
+    (["run", "wiki_hops", "-m", "oracle", "--tasks", "0"], ("Invalid value", "--tasks")),
+]
+
+
+@pytest.mark.parametrize("args,words", USAGE_ERRORS, ids=["unknown-option", "missing-argument", "unknown-command",
+                                                         "out-of-range"])
+def test_usage_errors_are_typer_messages_with_exit_2(args, words, topoeval_cmd):
+    proc = subprocess.run([*topoeval_cmd, *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert lines[0].startswith("Usage: ") and "--help" in lines[1], proc.stderr
+    assert len(lines) == 3 and lines[-1].startswith("Error: "), proc.stderr
+    assert all(w.lower() in lines[-1].lower() for w in words), proc.stderr
+    assert proc.stdout == ""

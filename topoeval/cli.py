@@ -271,15 +271,30 @@ def main() -> None:
         _interrupted()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
+    except Exception as exc:  # usage errors (unknown option, missing argument, bad value) and the like
+        usage_errors, aborts = _click_exceptions()
+        if isinstance(exc, usage_errors):
+            exc.show()  # typer's usage line, its --help hint, then "Error: <message>"
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, aborts):
             _interrupted()
         raise
+
+
+def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage-error classes, abort classes) of the click that typer runs on: typer >= 0.22 vendors
+    its own copy as ``typer._click`` (whose classes are not ``click``'s), older typer uses click."""
+    import importlib
+
+    usage, aborts = [], [getattr(typer, "Abort", None)]
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        usage.append(module.ClickException)
+        aborts.append(getattr(module, "Abort", None))
+    return tuple(usage), tuple(a for a in aborts if isinstance(a, type))
 
 
 def _interrupted() -> None:
