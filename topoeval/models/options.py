@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from topoeval.models.replicas import split_urls
 
 
 class ModelOptions(BaseModel):
     """How to reach and drive a model; one instance serves every ``--model`` of a run."""
 
-    api_base: str | None = Field(default=None, description="Base URL of an OpenAI-compatible server.")
+    api_base: str | None = Field(default=None, description=(
+        "Base URL of an OpenAI-compatible server; several replicas of it comma-separated (see api_bases)."))
+    api_bases: list[str] = Field(default_factory=list, description=(
+        "Every replica's base URL (--api-base given more than once). Filled from api_base, whose value "
+        "becomes the first; the direct path pins each episode to one replica, litellm routes over them."))
     api_key: str | None = Field(default=None, description="API key (else the provider's usual env variable).")
     tool_mode: Literal["auto", "native", "prompt"] = Field(
         default="auto", description="native function calling, tools in the prompt, or auto (by capability)."
@@ -22,3 +28,10 @@ class ModelOptions(BaseModel):
     top_p: float | None = Field(default=None, description="Overrides the protocol's top_p.")
     n_ctx: int = Field(default=8192, description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
     n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
+
+    @model_validator(mode="after")
+    def _replicas(self) -> "ModelOptions":
+        urls = split_urls([*([self.api_base] if self.api_base else []), *self.api_bases])
+        self.api_bases = urls
+        self.api_base = urls[0] if urls else None
+        return self
