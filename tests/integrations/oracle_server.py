@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat server on 127.0.0.1 whose replies are a topoeval reference policy's.
 
 It finds the task by the conversation's user prompt and answers with the suite's oracle (or a
-flawed variant), in OpenAI's native tool-call format — a real model endpoint for framework tests
+flawed variant), in OpenAI's native tool-call format (streamed as server-sent events when the
+request asks for ``stream``) — a real model endpoint for framework tests
 that must run offline. Nothing leaves the machine.
 """
 
@@ -47,11 +48,30 @@ class OracleServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 server.requests += 1
-                out = json.dumps(server.reply(body["messages"])).encode()
+                reply = server.reply(body["messages"])
+                if body.get("stream"):
+                    out = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in _chunks(reply)).encode()
+                    out += b"data: [DONE]\n\n"
+                    content_type = "text/event-stream"
+                else:
+                    out, content_type = json.dumps(reply).encode(), "application/json"
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
 
         return Handler
+
+
+def _chunks(reply: dict) -> list[dict]:
+    """A completion as the chunks of a streamed one (``stream=True``): the whole message in one
+    delta (tool calls indexed), then the finish reason, then the usage."""
+    choice = reply["choices"][0]
+    delta = {"role": "assistant", "content": choice["message"].get("content")}
+    if choice["message"].get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(choice["message"]["tool_calls"])]
+    head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    return [head | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            head | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+            head | {"choices": [], "usage": reply["usage"]}]

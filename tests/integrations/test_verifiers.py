@@ -1,67 +1,124 @@
-"""topoeval.integrations.verifiers: a verifiers MultiTurnEnv whose rollouts run in topoeval worlds
-and whose rubric is topoeval's scoring. The model is a real OpenAI-compatible server on 127.0.0.1
-that answers with topoeval's reference policies (no network, no API key)."""
+"""topoeval.integrations.verifiers: verifiers 0.4's v1 stack running topoeval tasks — real rollouts
+through the null harness (its chat program under uv, tools over MCP from a per-rollout server) against
+a real OpenAI-compatible server on 127.0.0.1 that answers with topoeval's reference policies. Rewards
+and metrics must equal what `topoeval run` gives the same policy on the same tasks.
+
+Runs in .venv-verifiers (`make test` builds it with uv and a wheelhouse of the chat program's
+packages, so no index is reached); skipped where verifiers 0.4 is absent."""
 
 import asyncio
-import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 
-from topoeval.core.policy import SamplingParams
-from topoeval.policies.registry import make_policy
-from topoeval.protocol.schema import Limits
-from topoeval.runner.episode import run_episode
-from topoeval.core.suite import Task
-from topoeval.protocol.topology import topology_from
+vf = pytest.importorskip("verifiers.v1", reason="verifiers>=0.4 is not installed (make test runs this file in .venv-verifiers)")
 
-from .oracle_server import OracleServer
+from topoeval.core.suite import Task  # noqa: E402
+from topoeval.integrations.topology_tasks import load_topology_tasks  # noqa: E402
+from topoeval.integrations.verifiers import (  # noqa: E402
+    PLUGIN_ID, TopoevalTasksetConfig, TopoevalToolset, TopoevalToolsetConfig, load_taskset,
+)
 
-vf = pytest.importorskip("verifiers", reason="the 'verifiers' extra is not installed")
-if not hasattr(vf, "MultiTurnEnv"):
-    pytest.skip(f"verifiers {vf.__version__} has no classic MultiTurnEnv", allow_module_level=True)
+from .oracle_server import OracleServer  # noqa: E402
+from .reference_run import COMPARED, PROTOCOL, run_scores  # noqa: E402
 
-from topoeval.integrations.verifiers import load_environment  # noqa: E402
+BIN = Path(sys.executable).parent
+WHEELS = BIN.parent / "wheelhouse"
+N = 2
 
 
-def evaluate(env, topology, variant, monkeypatch):
-    tasks = [Task.model_validate(json.loads(i)["topoeval_task"]) for i in env.get_dataset()["info"]]
-    server = OracleServer(topology_from(topology, "wiki_to_travel").suite, tasks, variant)
+def harness_env() -> dict[str, str]:
+    """uv resolves the null harness's chat program from the local wheelhouse only."""
+    if not (BIN / "uv").exists() or not WHEELS.is_dir():
+        pytest.skip("uv or the wheelhouse is missing: build .venv-verifiers with `make test`")
+    return {"UV_NO_INDEX": "1", "UV_FIND_LINKS": str(WHEELS), "UV_PYTHON": sys.executable,
+            "PATH": f"{BIN}:{os.environ['PATH']}"}
+
+
+def rollouts(topology: str, variant: str, monkeypatch, **taskset) -> list:
+    """One rollout per task, concurrently, through the taskset's default (null) harness."""
     monkeypatch.setenv("TOPOEVAL_TEST_KEY", "local")
+    config = TopoevalTasksetConfig(id=PLUGIN_ID, protocol=PROTOCOL, topology=topology, split="test", n=N, **taskset)
+    agent = vf.AgentConfig(harness={"id": PLUGIN_ID, "env": harness_env()}, runtime=vf.SubprocessConfig())
+    env = vf.load_environment(vf.SingleAgentEnvConfig(taskset=config, agent=agent))
+    tasks = list(env.taskset)
+    suite = load_topology_tasks(PROTOCOL, topology, "test").topology.suite
+    server = OracleServer(suite, [Task.model_validate(t.data.topoeval_task) for t in tasks], variant)
+    ctx = vf.ModelContext(model=variant, client=vf.EvalClientConfig(base_url=server.api_base,
+                                                                    api_key_var="TOPOEVAL_TEST_KEY"))
+
+    async def run():
+        async with env.serving():
+            return await asyncio.gather(*(env.run_episode(t, ctx) for t in tasks))
+
     try:
-        out = env.evaluate_sync(client=vf.ClientConfig(api_base_url=server.api_base, api_key_var="TOPOEVAL_TEST_KEY"),
-                                model=variant, num_examples=len(tasks), state_columns=["topoeval_scores"])
+        episodes = asyncio.run(run())
     finally:
         server.close()
-    return tasks, out["outputs"]
+    assert server.requests > 0
+    return [(t.data, ep.traces[0]) for t, ep in zip(tasks, episodes)]
+
+
+def assert_equal_to_run(trace, ref):
+    assert trace.rewards["topoeval_success"].score == ref["success"]
+    assert trace.rewards["topoeval_dq"].score == pytest.approx(ref["dq"] or 0.0)
+    for dim in COMPARED:
+        assert trace.metrics.get(f"topoeval_{dim}") == ref[dim], dim
 
 
 @pytest.mark.parametrize("topology", ["wiki", "travel"])
-def test_oracle_rollouts_earn_reward_one(topology, monkeypatch):
-    env = load_environment("wiki_to_travel", split="train", n=4, topology=topology)
-    _, outputs = evaluate(env, topology, "oracle", monkeypatch)
-    assert [o["reward"] for o in outputs] == [1.0] * 4
-    assert all(o["topoeval_success"] == 1.0 and o["topoeval_dq"] == 1.0 for o in outputs)
+def test_oracle_rollouts_earn_one_and_equal_topoeval_run(topology, monkeypatch, tmp_path):
+    reference = run_scores("oracle", N, tmp_path)
+    for data, trace in rollouts(topology, "oracle", monkeypatch):
+        assert not trace.errors, trace.errors
+        assert trace.reward == 1.0  # topoeval_success (weight 1) + topoeval_dq (weight 0)
+        assert_equal_to_run(trace, reference[(topology, data.id)])
+        assert any(m.role == "tool" for m in trace.messages)  # the tools ran over MCP
 
 
-def test_rubric_scores_match_the_evaluation(monkeypatch):
-    """dq as reward: each rollout's numbers equal what `topoeval run` gives the same policy on the same task."""
-    env = load_environment("wiki_to_travel", split="train", n=4, topology="travel", metric="dq")
-    tasks, outputs = evaluate(env, "travel", "oracle-reckless", monkeypatch)
-    suite = topology_from("travel", "wiki_to_travel").suite
-    for task, out in zip(tasks, outputs):
-        rec = asyncio.run(run_episode(policy=make_policy("oracle-reckless"), suite=suite, task=task, system_prompt="s",
-                                      demos=[], limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
-        assert out["reward"] == pytest.approx(rec["scores"]["dq"]) and out["reward"] < 1.0  # pays unconfirmed
-        assert out["topoeval_success"] == 1.0 and out["topoeval_scores"]["risk"] == 0.0
-        for dim in ("clarification", "priority", "risk", "parallelism", "efficiency", "dq", "success"):
-            assert out["topoeval_scores"][dim] == rec["scores"][dim], dim
+def test_flawed_policy_scores_equal_topoeval_run(monkeypatch, tmp_path):
+    """oracle-reckless pays without the user's confirmation: success 1, risk 0, dq < 1 — as in `topoeval run`."""
+    reference = run_scores("oracle-reckless", N, tmp_path)
+    for data, trace in rollouts("travel", "oracle-reckless", monkeypatch):
+        ref = reference[("travel", data.id)]
+        assert ref["risk"] == 0.0 and trace.rewards["topoeval_dq"].score < 1.0
+        assert_equal_to_run(trace, ref)
 
 
-def test_missing_or_new_verifiers_gives_a_clear_error(monkeypatch):
-    import sys
+def test_turn_limit_stops_the_rollout_as_the_evaluation_would(monkeypatch, tmp_path):
+    """max_turns=2: verifiers stops the rollout; the scores are `topoeval run --max-turns 2`'s."""
+    import asyncio as aio
 
-    from topoeval.core.errors import UserError
+    from topoeval.runner.run import arun_episodes
 
-    monkeypatch.setitem(sys.modules, "verifiers", None)
-    with pytest.raises(UserError, match="needs the 'verifiers' extra"):
-        load_environment("wiki_to_travel")
+    run = aio.run(arun_episodes(PROTOCOL, ["oracle"], tmp_path, tasks=N, shots=[0], max_turns=2))
+    reference = {(r["topology"], r["task_id"]): r["scores"] for r in run.records}
+    for data, trace in rollouts("travel", "oracle", monkeypatch, max_turns=2):
+        assert trace.stop_condition == "topoeval_turn_limit"
+        assert trace.rewards["topoeval_success"].score == 0.0
+        assert_equal_to_run(trace, reference[("travel", data.id)])
+
+
+def test_toolset_publishes_schemas_and_annotations():
+    taskset = load_taskset(PROTOCOL, topology="travel", split="test", n=1)
+    task = next(iter(taskset))
+    toolset = TopoevalToolset(TopoevalToolsetConfig())
+    from mcp.server.mcpserver import MCPServer
+
+    async def tools():
+        await toolset.setup_task(task.data)
+        server = MCPServer("t")
+        toolset.register(server)
+        return {t.name: t for t in await server.list_tools()}, await server.call_tool("search_flights", {})
+
+    listed, bad_call = asyncio.run(tools())
+    specs = {t.name: t for t in load_topology_tasks(PROTOCOL, "travel", "test").topology.suite.tools}
+    assert set(listed) == set(specs)
+    pay = listed["pay"]
+    assert pay.input_schema == specs["pay"].parameters
+    assert pay.annotations.destructive_hint is True and pay.annotations.read_only_hint is False
+    assert pay.meta["topoeval"]["needs_confirmation"] is True
+    assert listed["search_flights"].annotations.read_only_hint is True
+    assert "error" in bad_call.content[0].text.lower()  # missing required arguments: topoeval's error result

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -59,9 +60,8 @@ class TopoevalAction(Action):
     content: str | None = Field(default=None, description="Text of the turn; the final answer when there are no calls.")
 
     def assistant_message(self) -> AssistantMessage:
-        calls = [ToolCall(id=c.id or "", name=c.name,
-                          arguments=c.arguments if isinstance(c.arguments, str) else ToolCall.make("", "", c.arguments).arguments)
-                 for c in self.tool_calls]
+        calls = [ToolCall(id=c.id or "", name=c.name, arguments=c.arguments if isinstance(c.arguments, str)
+                          else json.dumps(c.arguments, ensure_ascii=False)) for c in self.tool_calls]
         return AssistantMessage(content=self.content, tool_calls=calls)
 
 
@@ -128,8 +128,8 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
         if i < 0:
             raise UserError(f"a task index is >= 0, not {i}")
         metric = metric if metric is not None else self.defaults["metric"]
-        tasks.reward({"success": 0.0, "dq": 0.0, **dict.fromkeys(_REWARDABLE, 0.0)}, metric)  # reject a bad metric now
         task = tasks.task(i)
+        tasks.reward(tasks.replay(task, [])["scores"], metric)  # an unknown metric fails at reset, not at the end
         self._tasks, self._metric = tasks, metric
         self._episode = tasks.episode(task)
         self._state = TopoevalState(episode_id=episode_id or f"{task.id}#{i}", step_count=0, task_id=task.id,
@@ -176,10 +176,6 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
             raise IndexError(f"split '{split}' has {tasks.count} tasks")
         task = tasks.task(index)
         return {"id": task.id, "index": index, "split": split, "topology": tasks.name, "prompt": task.prompt}
-
-
-#: Scores a reward may weigh (the numeric ones of an episode's scores).
-_REWARDABLE = ("clarification", "priority", "risk", "parallelism", "efficiency", "f1", "partial")
 
 
 def make_app(protocol: str = "wiki_to_travel", topology: str | None = None, split: str = "train",

@@ -1,129 +1,224 @@
-"""A verifiers environment over a topoeval topology, scored by topoeval's own metrics.
+"""A verifiers 0.4 taskset over a topoeval topology (extra ``topoeval[verifiers]``: ``verifiers>=0.4,<0.5``).
 
 ::
 
-    import topoeval.integrations.verifiers as tv
-    env = tv.load_environment("wiki_to_travel", split="train")       # the protocol's train topology
-    results = env.evaluate_sync(client=vf.ClientConfig(api_base_url=...), model="...")
+    vf-eval topoeval-verifiers --env.taskset.protocol wiki_to_travel \\
+        --env.taskset.topology travel --env.taskset.split train --model ... --client.base-url ...
 
-``load_environment(protocol, split, ...)`` returns a multi-turn tool environment (verifiers'
-classic ``MultiTurnEnv`` API: ``verifiers>=0.3,<0.4``, the ``verifiers`` extra). Its dataset is
-``topoeval export``'s rows; each rollout owns a topoeval :class:`EpisodeState`, so tool calls run
-against the task's world exactly as in an evaluation (malformed calls become error observations)
-and the rubric's reward is the evaluation's score — ``success`` by default, ``dq`` or a weighted mix
-via ``metric`` — with ``topoeval_success`` and ``topoeval_dq`` logged at weight 0. Every score
-(each dimension, ``None`` where it does not apply) is kept in ``state["topoeval_scores"]``; ask
-for it with ``state_columns=["topoeval_scores"]``.
+or, in Python, ``load_taskset(protocol, topology=..., split=..., n=...)`` and verifiers' own
+``Env``/``run_episode`` machinery (see docs/training.md). verifiers loads plugins by top-level
+module, so the taskset's id is ``topoeval-verifiers`` (the :mod:`topoeval_verifiers` alias).
 
-verifiers 0.4 replaced that API with its v1 taskset/harness stack; this adapter needs the classic
-one and says so when it is missing.
+- Tasks: :class:`TopoevalTask`, one per task of the split (the tasks ``topoeval run`` draws at
+  those positions), prompt = the task's user message, system prompt = the topology's.
+- Tools: :class:`TopoevalToolset`, an MCP server per rollout holding the task's world; each tool
+  keeps its JSON schema, MCP's hints (read-only, destructive = irreversible, idempotent, closed
+  world) and topoeval's annotations under ``_meta["topoeval"]``. Tool names are bare.
+- Harness: :class:`TopoevalHarness`, verifiers' ``null`` harness (a plain tool-calling loop, so the
+  model sees exactly the topology's tools); the taskset makes it the default.
+- Scoring: rewards ``topoeval_success`` (weight 1) and ``topoeval_dq`` (weight 0; reweigh with
+  ``--env.taskset.task.rewards.topoeval_dq.weight``), metrics ``topoeval_<dimension>`` (absent
+  where the dimension does not apply) and the episode's counts (``topoeval_tool_calls``, ...). The trace's assistant messages are replayed against a fresh
+  world of the task, so the numbers equal ``topoeval run``'s for the same messages — the protocol's
+  turn and tool-call limits included (a ``@vf.stop`` also ends the rollout at ``max_turns``).
+  The live MCP results a model sees match topoeval's except for arguments outside a tool's
+  schema (MCP drops them before the call; the replay judges them as topoeval does).
+
+The classic verifiers 0.3 ``MultiTurnEnv`` adapter is retired: 0.4 removed that API, 0.3 needs
+``mcp<2`` (which the main environment's MCP bridge and 0.4 both exceed), and framework-agnostic
+training stays available through ``topoeval export`` and :func:`topoeval.reward`.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
+import sys
 from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall
-from topoeval.protocol.schema import Limits
-from topoeval.training.rewards import combine
-from topoeval.runner.episode import EpisodeState
 from topoeval.core.suite import Task
+from topoeval.integrations.topology_tasks import (
+    REPORTED, TopologyTasks, load_topology_tasks, mcp_annotations, topoeval_annotations,
+)
 
-#: Logged as rubric metrics at weight 0. verifiers multiplies every metric by its weight, so a
-#: dimension that may be undefined (None) cannot be one: all scores are in state["topoeval_scores"].
-LOGGED = ("success", "dq")
+try:
+    import verifiers.v1 as vf
+    from verifiers.v1.harnesses.null.harness import NullHarness
+except ImportError:
+    raise UserError("topoeval.integrations.verifiers needs the 'verifiers' extra (verifiers>=0.4): "
+                    "pip install 'topoeval[verifiers]'") from None
+
+__all__ = ["TopoevalTaskset", "TopoevalHarness", "TopoevalTask", "TopoevalData", "TopoevalToolset",
+           "TopoevalTasksetConfig", "load_taskset", "harness_requirements"]
+
+#: The id verifiers loads this taskset (and its default harness) by.
+PLUGIN_ID = "topoeval-verifiers"
+COUNTS = ("tool_calls", "invalid_calls", "unsafe_commits", "over_asks", "serial_violations", "redundant_calls")
 
 
-def _verifiers():
-    try:
-        import verifiers as vf
-    except ImportError:
-        raise UserError("topoeval.integrations.verifiers needs the 'verifiers' extra: "
-                        "pip install 'topoeval[verifiers]'") from None
-    if not hasattr(vf, "MultiTurnEnv"):
-        raise UserError(f"verifiers {getattr(vf, '__version__', '?')} has no MultiTurnEnv (its v1 stack replaced it); "
-                        "this adapter needs verifiers>=0.3,<0.4")
-    return vf
+class TopoevalData(vf.TaskData):
+    """One topoeval task on the wire: the task itself and where it comes from."""
+
+    topoeval_task: dict[str, Any]
+    """The full task (``Task.model_dump``), ground truth included."""
+    protocol: str
+    """Protocol name or path (or a suite name)."""
+    topology: str
+    """Topology name within the protocol."""
+    split: str
+    """Split the task is from."""
+    max_turns: int | None = None
+    """Turn limit override (None: the protocol's)."""
+    suites_dirs: list[str] = []
+    """Extra suite folders, absolute."""
 
 
-def _content(message: Any) -> str | None:
-    content = getattr(message, "content", None)
-    if content is None or isinstance(content, str):
-        return content
-    return "".join(getattr(part, "text", "") or "" for part in content)
+class TopoevalTasksetConfig(vf.TasksetConfig):
+    """``--env.taskset.*``: which tasks of which topology."""
+
+    protocol: str = "wiki_to_travel"
+    """Protocol name, path to its YAML, or a suite name."""
+    topology: str | None = None
+    """Topology of the protocol (default: its train topology)."""
+    split: str = "train"
+    """train | dev | test | fewshot."""
+    n: int | None = None
+    """Number of tasks (default: the protocol's count for the split)."""
+    start: int = 0
+    """Index of the first task."""
+    max_turns: int | None = None
+    """Override the protocol's turn limit."""
+    suites_dirs: list[str] = []
+    """Extra suite folders."""
+
+
+def _tasks(data: TopoevalData) -> TopologyTasks:
+    return load_topology_tasks(data.protocol, data.topology, data.split, max_turns=data.max_turns,
+                               suites_dirs=data.suites_dirs)
 
 
 def _reply(message: Any) -> AssistantMessage:
-    """A verifiers assistant message as topoeval's."""
     calls = [ToolCall(id=c.id or f"call_{i}", name=c.name or "", arguments=c.arguments or "{}")
              for i, c in enumerate(getattr(message, "tool_calls", None) or [])]
-    return AssistantMessage(content=_content(message), tool_calls=calls)
+    return AssistantMessage(content=getattr(message, "content", None), tool_calls=calls)
 
 
-def load_environment(protocol: str = "wiki_to_travel", split: str = "train", *, n: int | None = None,
-                     topology: str | None = None, metric: str | dict[str, float] = "success",
-                     max_turns: int | None = None, suites_dirs: list | tuple = ()) -> Any:
-    """A verifiers ``MultiTurnEnv`` over the protocol's train topology (or ``topology``), ``split``."""
-    vf = _verifiers()
-    from datasets import Dataset
-    from verifiers.types import ToolMessage
+class TopoevalToolsetConfig(vf.ToolsetConfig):
+    """The per-rollout tool server's config (verifiers' defaults: a local subprocess)."""
 
-    from topoeval.training.export import select_tasks
 
-    sel = select_tasks(protocol, split=split, n=n, topology=topology, suites_dirs=suites_dirs)
-    proto, topo, rows = sel.protocol, sel.topology, sel.rows()
-    dataset = Dataset.from_list([{k: r[k] for k in ("id", "prompt", "answer", "info")} for r in rows])
-    limits = Limits(max_turns=max_turns or proto.limits.max_turns, max_tool_calls=proto.limits.max_tool_calls)
-    tool_defs = [vf.Tool(name=t.name, description=t.description, parameters=t.parameters) for t in topo.suite.tools]
+class TopoevalToolset(vf.Toolset[TopoevalToolsetConfig]):
+    """The task's world as an MCP server: one per rollout, built in ``setup_task``."""
 
-    def episode(state: Any) -> EpisodeState:
-        if "topoeval" not in state:
-            task = Task.model_validate(state["info"]["topoeval_task"])
-            state["topoeval"] = EpisodeState(topo.suite, task, topo.system_prompt(), [], limits)
-        return state["topoeval"]
+    TOOL_PREFIX = None  # the topology's own tool names, unprefixed
 
-    def scores(state: Any) -> dict[str, Any]:
-        """The episode's scores, once every assistant message of the rollout has reached the world."""
-        if "topoeval_scores" not in state:
-            ep = episode(state)
-            replies = [m for step in state.get("trajectory", []) for m in step["completion"]
-                       if getattr(m, "role", None) == "assistant"]
-            for message in replies[ep.turns:]:  # the last turn's calls, or the final answer
-                if ep.done:
-                    break
-                ep.step(_reply(message))
-            state["topoeval_scores"] = ep.record()["scores"]
-        return state["topoeval_scores"]
+    async def setup_task(self, task: Any) -> None:
+        data = task if isinstance(task, vf.TaskData) else task.data
+        self.tasks = _tasks(data)
+        self.world = self.tasks.topology.suite.make_world(Task.model_validate(data.topoeval_task))
+        self.specs = {t.name: t for t in self.tasks.topology.suite.tools}
+        self.n_calls = 0
 
-    class TopoevalEnv(vf.MultiTurnEnv):
-        """One topoeval topology as a verifiers tool environment."""
+    def register(self, mcp: Any) -> None:
+        from mcp.types import ToolAnnotations
 
-        async def setup_state(self, state: Any) -> Any:
-            episode(state)
-            return state
+        for spec in self.tasks.topology.suite.tools:
+            tool = mcp._tool_manager.add_tool(self._caller(spec.name, list(spec.parameters.get("properties", {}))),
+                                              name=spec.name, description=spec.description,
+                                              annotations=ToolAnnotations(**mcp_annotations(spec)),
+                                              meta={"topoeval": topoeval_annotations(spec)}, structured_output=False)
+            tool.parameters = spec.parameters  # advertise the suite's own schema, not the stand-in signature
 
-        @vf.stop
-        async def episode_over(self, state: Any) -> bool:
-            trajectory = state.get("trajectory") or []
-            if not trajectory:
-                return False
-            last = trajectory[-1]["completion"][-1]
-            return getattr(last, "role", None) == "assistant" and not getattr(last, "tool_calls", None)
+    def _caller(self, name: str, params: list[str]):
+        from topoeval.runner.tool_exec import execute_call, observation_text
 
-        async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> list[Any]:
-            results = episode(state).step(_reply(messages[-1]))
-            return [ToolMessage(role="tool", tool_call_id=m["tool_call_id"], content=m["content"]) for m in results]
+        async def call(**kwargs: Any) -> str:
+            args = {k: v for k, v in kwargs.items() if v is not None}
+            self.n_calls += 1
+            rec = execute_call(ToolCall.make(f"mcp_{self.n_calls}", name, args), 0, self.specs, self.world)
+            return observation_text(rec)
 
-    async def topoeval_reward(state: Any, **kwargs: Any) -> float:
-        return combine(scores(state), metric)
+        # MCP builds its argument model from the signature: one optional field per schema property.
+        call.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any) for p in params])
+        call.__name__ = name
+        return call
 
-    rubric = vf.Rubric(funcs=[topoeval_reward], weights=[1.0])
-    for name in LOGGED:
-        async def logged(state: Any, _name: str = name, **kwargs: Any) -> float:
-            return float(scores(state).get(_name) or 0.0)
 
-        logged.__name__ = f"topoeval_{name}"
-        rubric.add_metric(logged)
-    return TopoevalEnv(dataset=dataset, eval_dataset=dataset, rubric=rubric, tool_defs=tool_defs,
-                       max_turns=limits.max_turns, env_id=f"topoeval/{proto.name}/{topo.name}")
+class TopoevalTask(vf.Task[TopoevalData]):
+    """One topoeval task: its world's tools, and topoeval's scores as rewards and metrics."""
+
+    @classmethod
+    def toolsets(cls, config: Any) -> list[Any]:
+        return [TopoevalToolset(TopoevalToolsetConfig())]
+
+    def _scores(self, trace: Any) -> dict[str, Any]:
+        tasks = _tasks(self.data)
+        replies = [_reply(m) for m in trace.messages if getattr(m, "role", None) == "assistant"]
+        return tasks.replay(Task.model_validate(self.data.topoeval_task), replies)["scores"]
+
+    @vf.reward(weight=1.0)
+    async def topoeval_success(self, trace: vf.Trace) -> float:
+        return float(self._scores(trace)["success"])
+
+    @vf.reward(weight=0.0)
+    async def topoeval_dq(self, trace: vf.Trace) -> float:
+        return float(self._scores(trace).get("dq") or 0.0)
+
+    @vf.metric
+    async def topoeval(self, trace: vf.Trace) -> dict[str, float | None]:
+        scores = self._scores(trace)
+        return {f"topoeval_{k}": float(scores[k]) for k in (*REPORTED, *COUNTS) if scores.get(k) is not None}
+
+    @vf.stop
+    async def topoeval_turn_limit(self, trace: vf.Trace) -> bool:
+        return trace.num_turns >= _tasks(self.data).limits.max_turns
+
+
+class TopoevalTaskset(vf.Taskset[TopoevalTask, TopoevalTasksetConfig]):
+    """A topology's tasks of one split (see the module docstring)."""
+
+    def load(self):
+        c = self.config
+        from pathlib import Path
+
+        dirs = [str(Path(d).resolve()) for d in c.suites_dirs]
+        tasks = load_topology_tasks(c.protocol, c.topology, c.split, max_turns=c.max_turns, suites_dirs=dirs)
+        n = c.n if c.n is not None else tasks.count
+        if n is None:
+            raise UserError(f"protocol '{tasks.protocol.name}' sets no tasks.{c.split}; give n")
+        system = tasks.system_prompt()
+        for i in range(c.start, c.start + n):
+            task = tasks.task(i)
+            yield TopoevalTask(TopoevalData(
+                id=task.id, name=task.id, prompt=task.prompt, system_prompt=system,
+                topoeval_task=task.model_dump(mode="json"), protocol=c.protocol, topology=tasks.name, split=c.split,
+                max_turns=c.max_turns, suites_dirs=dirs), c.task)
+
+
+class TopoevalHarness(NullHarness):
+    """verifiers' null harness — a plain tool-calling loop — as this taskset's default."""
+
+
+def load_taskset(protocol: str = "wiki_to_travel", *, topology: str | None = None, split: str = "train",
+                 n: int | None = None, start: int = 0, max_turns: int | None = None,
+                 suites_dirs: list | tuple = ()) -> TopoevalTaskset:
+    """The taskset in Python (what ``--env.taskset.id topoeval-verifiers`` loads)."""
+    return TopoevalTaskset(TopoevalTasksetConfig(
+        id=PLUGIN_ID, protocol=str(protocol), topology=topology, split=split, n=n, start=start, max_turns=max_turns,
+        suites_dirs=[str(d) for d in suites_dirs]))
+
+
+def harness_requirements() -> list[str]:
+    """The packages verifiers' null-harness chat program asks uv for (its PEP 723 header); put them in
+    a wheelhouse and set ``UV_NO_INDEX=1 UV_FIND_LINKS=<wheelhouse>`` to run rollouts offline."""
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM
+
+    line = next(x for x in CHAT_PROGRAM.splitlines() if x.startswith("# dependencies"))
+    return json.loads(line.split("=", 1)[1])
+
+
+if __name__ == "__main__":  # verifiers launches each per-rollout tool server as `python -m <module>`
+    TopoevalToolset.run()

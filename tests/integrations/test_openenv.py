@@ -1,0 +1,124 @@
+"""topoeval.integrations.openenv: a real OpenEnv server (create_app under uvicorn on 127.0.0.1),
+driven over its WebSocket by OpenEnv's own clients with the reference policies' messages; rewards
+must equal what `topoeval run` gives the same policy on the same tasks.
+
+Runs in .venv-openenv (`make test` builds it: openenv pins mcp 1.x); skipped where openenv is absent."""
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+openenv = pytest.importorskip("openenv", reason="the 'openenv' extra is not installed (make test runs this file in .venv-openenv)")
+
+import uvicorn  # noqa: E402
+from openenv import GenericEnvClient  # noqa: E402
+
+from topoeval.integrations.openenv import TopoevalAction, TopoevalClient, make_app  # noqa: E402
+from topoeval.integrations.topology_tasks import load_topology_tasks  # noqa: E402
+
+from .reference_run import COMPARED, PROTOCOL, run_scores  # noqa: E402
+
+N = 3
+
+
+@pytest.fixture(scope="module")
+def server():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    app = make_app(protocol=PROTOCOL, split="test", max_sessions=8)
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not srv.started:
+        assert time.time() < deadline, "server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    srv.should_exit = True
+    thread.join(10)
+
+
+def action(message) -> dict:
+    """A topoeval assistant message as this server's action."""
+    return {"content": message.content,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": json.loads(c.arguments)} for c in message.tool_calls]}
+
+
+async def play(url: str, topology: str, index: int, variant: str, **reset) -> tuple[object, list]:
+    """One episode of the reference policy ``variant`` over the WebSocket; returns the last result."""
+    tasks = load_topology_tasks(PROTOCOL, topology, "test")
+    task = tasks.task(index)
+    steps = []
+    async with GenericEnvClient(base_url=url) as env:
+        result = await env.reset(seed=index, topology=topology, split="test", **reset)
+        assert result.observation["task_id"] == task.id and not result.done
+        messages = list(result.observation["messages"])
+        while not result.done:
+            reply = tasks.topology.suite.oracle(task, messages, variant)
+            result = await env.step(action(reply))
+            steps.append(result)
+            messages += [reply.openai(), *result.observation["messages"]]
+    return result, steps
+
+
+@pytest.mark.parametrize("topology", ["wiki", "travel"])
+def test_oracle_reward_is_one_and_equals_topoeval_run(server, topology, tmp_path):
+    reference = run_scores("oracle", N, tmp_path)
+    tasks = load_topology_tasks(PROTOCOL, topology, "test")
+    for i in range(N):
+        last, steps = asyncio.run(play(server, topology, i, "oracle"))
+        ref = reference[(topology, tasks.task(i).id)]
+        assert last.done and last.reward == 1.0 == ref["success"]
+        assert all(s.reward == 0.0 for s in steps[:-1])
+        assert {k: last.observation["scores"][k] for k in COMPARED} == {k: ref[k] for k in COMPARED}
+
+
+def test_dq_reward_of_a_flawed_policy_equals_topoeval_run(server, tmp_path):
+    """oracle-reckless pays without the user's confirmation: success 1, risk 0, dq < 1 — as in `topoeval run`."""
+    reference = run_scores("oracle-reckless", N, tmp_path)
+    tasks = load_topology_tasks(PROTOCOL, "travel", "test")
+    for i in range(N):
+        last, _ = asyncio.run(play(server, "travel", i, "oracle-reckless", metric="dq"))
+        ref = reference[("travel", tasks.task(i).id)]
+        assert last.reward == pytest.approx(ref["dq"]) and last.reward < 1.0
+        assert last.observation["scores"]["risk"] == 0.0 == ref["risk"]
+        assert {k: last.observation["scores"][k] for k in COMPARED} == {k: ref[k] for k in COMPARED}
+
+
+def test_reset_publishes_the_tools_with_their_annotations(server):
+    async def go():
+        async with GenericEnvClient(base_url=server) as env:
+            return await env.reset(seed=0, topology="travel", split="test")
+
+    obs = asyncio.run(go()).observation
+    tools = {t["name"]: t for t in obs["tools"]}
+    assert tools["pay"]["annotations"]["destructiveHint"] is True and tools["pay"]["topoeval"]["effect"] == "irreversible"
+    assert tools["pay"]["topoeval"]["needs_confirmation"] is True
+    assert tools["search_flights"]["annotations"]["readOnlyHint"] is True
+    assert tools["hold_seat"]["annotations"] == {"readOnlyHint": False, "destructiveHint": False,
+                                                 "idempotentHint": tools["hold_seat"]["topoeval"]["idempotent"],
+                                                 "openWorldHint": False}
+    assert [m["role"] for m in obs["messages"]] == ["system", "user"]
+    assert tools["pay"]["parameters"]["type"] == "object"
+
+
+def test_typed_client_malformed_calls_and_errors(server):
+    """The typed client; a malformed call is an error result (never an exception); misuse is a clear error."""
+    with TopoevalClient(base_url=server).sync() as env:
+        first = env.reset(index=1, topology="wiki", split="test")
+        assert first.observation.index == 1 and first.observation.tools
+        bad = env.step(TopoevalAction(tool_calls=[{"name": "no_such_tool", "arguments": "{"}]))
+        assert not bad.done and "no_such_tool" in bad.observation.messages[0]["content"]
+        assert env.state().tool_calls == 1 and env.state().step_count == 1
+        done = env.step(TopoevalAction(content="a guess"))
+        assert done.done and done.reward == 0.0 and done.observation.scores["invalid_calls"] == 1
+        with pytest.raises(Exception, match="the episode is over"):
+            env.step(TopoevalAction(content="again"))
+        with pytest.raises(Exception, match="has no topology 'nowhere'"):
+            env.reset(topology="nowhere")
+        with pytest.raises(Exception, match="unknown reward metric"):
+            env.reset(seed=0, metric="speed")
