@@ -183,24 +183,36 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of 
 
 @app.command()
 def sensitivity(
-    suite: Annotated[Optional[list[str]], typer.Option("--suite", help="Suite(s) to sample (default: all).")] = None,
-    tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite.")] = 100,
-    seed: Annotated[int, typer.Option(help="Task seed.")] = 0,
+    suite: Annotated[Optional[list[str]], typer.Option("--suite", help="Suite(s), each checked alone (default: all).")] = None,
+    protocol: Annotated[Optional[str], typer.Option(
+        help="Check each test topology of this protocol instead (its test seed and limits; the zero-shot cells).")] = None,
+    tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
+    seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
 ) -> None:
-    """Run the reference policies and print the metrics' sensitivity matrix (exit 1 if the bar is missed)."""
+    """Run the reference policies and print the metrics' sensitivity matrix of every suite (or protocol
+    test topology) alone; exit 1 if any misses the bar."""
+    from topoeval.analysis.sensitivity import bar_violations, protocol_targets, run_matrix, suite_target
     from topoeval.protocol.discovery import SuiteRegistry
     from topoeval.report.tables import print_sensitivity
-    from topoeval.analysis.sensitivity import bar_violations, run_matrix
 
     registry = SuiteRegistry(suites_dir or ())
-    names = suite or [n for n in registry.names() if registry.get(n).folder and "tool_suites" in registry.get(n).folder]
-    for n in names:
-        registry.get(n)
-    matrix = run_matrix(names, tasks, seed, registry)
-    violations = bar_violations(matrix)
-    print_sensitivity(matrix, violations, _console())
-    if violations:
+    if protocol is not None:
+        if suite:
+            raise UserError("give --suite or --protocol, not both")
+        from topoeval.protocol.loader import load_protocol
+
+        targets = protocol_targets(load_protocol(protocol, registry), registry)
+    else:
+        names = suite or [n for n in registry.names() if registry.get(n).folder and "tool_suites" in registry.get(n).folder]
+        targets = [suite_target(n, registry, seed) for n in names]
+    missed = False
+    for target in targets:
+        matrix = run_matrix(target, tasks)
+        violations = bar_violations(matrix)
+        print_sensitivity(matrix, violations, _console())
+        missed = missed or bool(violations)
+    if missed:
         raise typer.Exit(1)
 
 

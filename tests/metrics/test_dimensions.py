@@ -138,17 +138,19 @@ def test_parallelism_critical_path_over_turns():
 
 
 # -- efficiency ------------------------------------------------------------------------------
-def test_efficiency_gold_over_calls_and_redundancy():
+def test_efficiency_is_coverage_times_precision_and_counts_redundancy():
     t = task(gold=PAR_GOLD)
     assert efficiency(task(), [call(0, "search")], TOOLS) == (None, 0)
     assert efficiency(t, [], TOOLS) == (0.0, 0)
     twice = [call(0, "search", {"q": "x"}), call(0, "search", {"q": "x"}), call(1, "search", {"q": "y"}),
              call(2, "hold", {"f": "1"}, changed=True), call(3, "search", {"q": "x"})]
-    # 3 gold calls / 5 made; the second identical search is redundant, the one after the state changed is not
+    # every node covered, 3 of 5 calls achieved one; the second identical search is redundant, the one
+    # after the state changed is not (but it achieves nothing either)
     assert efficiency(t, twice, TOOLS) == (pytest.approx(3 / 5), 1)
     questions = [call(0, "ask_user", {"question": "q"}), call(1, "ask_user", {"question": "q"})]
-    assert efficiency(t, questions, TOOLS)[1] == 0  # user questions are not world reads
-    assert efficiency(t, [call(0, "search", {"q": "x"})], TOOLS) == (1.0, 0)  # capped at 1
+    assert efficiency(t, questions, TOOLS) == (0.0, 0)  # user questions are neither world reads nor progress
+    # one useful call of three needed: precise, but a third of the way (0.1 would have said 1.0, capped)
+    assert efficiency(t, [call(0, "search", {"q": "x"})], TOOLS) == (pytest.approx(1 / 3), 0)
 
 
 def test_dq_is_mean_of_non_null_dimensions():

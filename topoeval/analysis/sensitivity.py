@@ -1,23 +1,37 @@
-"""The sensitivity matrix: the metrics' own test.
+"""The sensitivity matrix: the metrics' own test, on one suite or topology at a time.
 
-Reference policies run on generated tasks; each flawed oracle breaks one decision-quality
-dimension on purpose. The bar (enforced by a test on a fixed sample and by
-``topoeval sensitivity``): the oracle scores 1.0 on success and on every dimension, noop scores 0
-on success on every task, and each flawed oracle drops its own dimension by at least 0.3 while
-every other dimension moves by at most 0.05 (success may drop where the flaw causes a wrong
-outcome). Means are taken over the tasks where the dimension applies.
+Reference policies run on generated tasks of one target (a suite with its default parameters,
+or a test topology of a protocol, at the protocol's seed and limits); each flawed oracle breaks
+one decision-quality dimension on purpose. The bar, enforced by tests on fixed samples and by
+``topoeval sensitivity`` (exit 1 when missed), holds on every target alone:
+
+- the oracle scores 1.0 on success and on every dimension;
+- noop never succeeds and scores 0 on every dimension that applies to its episodes;
+- random's mean on every dimension is at most 0.25, and its mean dq at most 0.2;
+- each flawed oracle drops its own dimension by at least 0.3 while every other dimension moves by
+  at most 0.05 (success may drop where the flaw causes a wrong outcome);
+- ``oracle-quit-early`` (half the oracle's plan, then it stops) never succeeds, and on every task
+  its parallelism and efficiency stay at or under its coverage + 0.05: they follow progress.
+
+Means are taken over the tasks where the metric applies; a dimension no task of the sample gives
+a meaning is reported as unchecked, not as passed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
-from topoeval.protocol.discovery import SuiteRegistry
-from topoeval.metrics.dimensions import DIMENSIONS
+from pydantic import BaseModel
+
 from topoeval.core.policy import SamplingParams
+from topoeval.core.suite import Suite
+from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.policies.registry import make_policy
+from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.schema import Limits
+from topoeval.protocol.topology import resolve
 from topoeval.runner.episode import run_episode
 
 #: Each flawed oracle and the dimension it must break.
@@ -28,26 +42,61 @@ FLAWS = {
     "oracle-no-priority": "priority",
     "oracle-redundant": "efficiency",
 }
-POLICIES = ("oracle", "noop", *FLAWS)
-COLUMNS = ("success", *DIMENSIONS)
+QUIT_EARLY = "oracle-quit-early"
+POLICIES = ("oracle", "noop", "random", *FLAWS, QUIT_EARLY)
+COLUMNS = ("success", *DIMENSIONS, "dq", "coverage")
 DROP_AT_LEAST = 0.3
 MOVE_AT_MOST = 0.05
+RANDOM_DIMENSION_AT_MOST = 0.25
+RANDOM_DQ_AT_MOST = 0.2
+#: How far above its coverage oracle-quit-early's parallelism and efficiency may go on a task.
+PROGRESS_SLACK = 0.05
+#: Limits for a bare suite (generous: the reference policies never need them).
+SUITE_LIMITS = Limits(max_turns=30, max_tool_calls=60)
 
 
-def run_matrix(suites: list[str], n_tasks: int, seed: int = 0, registry: SuiteRegistry | None = None) -> dict[str, Any]:
-    """{"cells": {policy: {metric: {"mean", "n"}}}, "noop_successes": int, "tasks": int}."""
-    registry = registry or SuiteRegistry()
-    tasks = []
-    for name in suites:
-        suite = registry.get(name)
-        tasks += [(suite, t) for t in suite.tasks(suite.parse_params({}), "test", seed, n_tasks)]
+@dataclass
+class Target:
+    """One suite or topology the matrix is measured on."""
+
+    #: Shown in the table title: the suite name, or ``protocol/topology``.
+    name: str
+    suite: Suite
+    params: BaseModel
+    seed: int
+    limits: Limits
+
+
+def suite_target(name: str, registry: SuiteRegistry, seed: int = 0) -> Target:
+    """A suite with its default parameters."""
+    suite = registry.get(name)
+    return Target(name=name, suite=suite, params=suite.parse_params({}), seed=seed, limits=SUITE_LIMITS)
+
+
+def protocol_targets(protocol: Any, registry: SuiteRegistry) -> list[Target]:
+    """Every test topology of a protocol (ID and OOD), at its test seed and limits (the zero-shot cells)."""
+    out = []
+    for spec in protocol.test:
+        topo = resolve(spec, registry)
+        out.append(Target(name=f"{protocol.name}/{spec.name}", suite=topo.suite, params=topo.params,
+                          seed=protocol.tasks.test.seed, limits=protocol.limits))
+    return out
+
+
+def run_matrix(target: Target, n_tasks: int) -> dict[str, Any]:
+    """The reference policies on ``n_tasks`` test tasks of ``target``.
+
+    Returns {"target", "tasks", "cells": {policy: {metric: {"mean", "n"}}}, "noop_successes",
+    "quit_early_over": [task ids where its parallelism or efficiency exceeds coverage + slack]}.
+    """
+    tasks = target.suite.tasks(target.params, "test", target.seed, n_tasks)
 
     async def scores(policy_name: str) -> list[dict[str, Any]]:
         policy = make_policy(policy_name)
         out = []
-        for suite, task in tasks:
+        for task in tasks:
             rec = await run_episode(
-                policy=policy, suite=suite, task=task, system_prompt="", demos=[], limits=Limits(max_turns=30, max_tool_calls=60),
+                policy=policy, suite=target.suite, task=task, system_prompt="", demos=[], limits=target.limits,
                 sampling=SamplingParams(), sample=0, shots=0, labels={},
             )
             out.append(rec["scores"])
@@ -55,27 +104,52 @@ def run_matrix(suites: list[str], n_tasks: int, seed: int = 0, registry: SuiteRe
 
     cells: dict[str, dict[str, dict[str, Any]]] = {}
     noop_successes = 0
+    quit_early_over: list[str] = []
     for p in POLICIES:
         rows = asyncio.run(scores(p))
         if p == "noop":
             noop_successes = sum(1 for r in rows if r["success"])
+        if p == QUIT_EARLY:
+            quit_early_over = [t.id for t, r in zip(tasks, rows) if _over_progress(r)]
         cells[p] = {}
         for col in COLUMNS:
             vals = [r[col] for r in rows if r.get(col) is not None]
             cells[p][col] = {"mean": sum(vals) / len(vals) if vals else None, "n": len(vals)}
-    return {"cells": cells, "noop_successes": noop_successes, "tasks": len(tasks)}
+    return {"target": target.name, "tasks": len(tasks), "cells": cells, "noop_successes": noop_successes,
+            "quit_early_over": quit_early_over}
+
+
+def _over_progress(scores: dict[str, Any]) -> bool:
+    coverage = scores.get("coverage") or 0.0
+    return any((scores.get(d) or 0.0) > coverage + PROGRESS_SLACK for d in ("parallelism", "efficiency"))
 
 
 def bar_violations(matrix: dict[str, Any]) -> list[str]:
     """Every way the matrix misses the bar, as readable lines (empty when it passes)."""
     cells = matrix["cells"]
     out: list[str] = []
-    for col in COLUMNS:
+    for col in ("success", *DIMENSIONS):
         m = cells["oracle"][col]["mean"]
         if m is not None and m < 1.0:
             out.append(f"oracle {col} = {m:.3f}, expected 1.0")
     if matrix["noop_successes"]:
         out.append(f"noop succeeded on {matrix['noop_successes']} tasks")
+    for col in ("dq", *DIMENSIONS):
+        m = cells["noop"][col]["mean"]
+        if m:
+            out.append(f"noop {col} = {m:.3f}, expected 0")
+    for col in DIMENSIONS:
+        m = cells["random"][col]["mean"]
+        if m is not None and m > RANDOM_DIMENSION_AT_MOST:
+            out.append(f"random {col} = {m:.3f} (> {RANDOM_DIMENSION_AT_MOST})")
+    m = cells["random"]["dq"]["mean"]
+    if m is not None and m > RANDOM_DQ_AT_MOST:
+        out.append(f"random dq = {m:.3f} (> {RANDOM_DQ_AT_MOST})")
+    if cells[QUIT_EARLY]["success"]["mean"]:
+        out.append(f"{QUIT_EARLY} succeeded (success {cells[QUIT_EARLY]['success']['mean']:.3f}), expected 0")
+    if matrix["quit_early_over"]:
+        out.append(f"{QUIT_EARLY} scores parallelism or efficiency above its coverage + {PROGRESS_SLACK} on "
+                   f"{len(matrix['quit_early_over'])} tasks (first: {matrix['quit_early_over'][0]})")
     for policy, own in FLAWS.items():
         for col in DIMENSIONS:
             base, mine = cells["oracle"][col]["mean"], cells[policy][col]["mean"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from topoeval.core.gold import critical_path, dag_width
-from topoeval.metrics.matching import match_calls
 from topoeval.core.suite import Task, ToolSpec
+from topoeval.metrics.matching import match_calls
+from topoeval.metrics.progress import Progress, progress
 
 DIMENSIONS = ("clarification", "priority", "risk", "parallelism", "efficiency")
 
@@ -105,45 +106,53 @@ def risk(task: Task, events: list[dict[str, Any]], tools: dict[str, ToolSpec]) -
     return (len(commits) - unsafe) / len(commits), unsafe
 
 
-def parallelism(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[float | None, int]:
-    """(score, serial_violations).
-
-    score = critical-path length of the gold DAG (the fewest tool-calling turns) / tool-calling
-    turns used, capped at 1; 0 when no tool was called; ``None`` when the DAG has width < 2 (no
-    turn could hold two independent calls). ``serial_violations`` counts, on every task, calls
-    matching a gold node before the observation of each node it depends on was seen (in an
-    earlier turn) — e.g. guessing the second hop of a chain, or searching dates not yet asked.
-    """
-    gold = task.gold
-    matched = match_calls(gold, calls, events, set(task.hidden_slots))
+def serial_violations(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any]]) -> int:
+    """Calls matching a gold node before the observation of each node it depends on was seen (in
+    an earlier turn) — e.g. guessing the second hop of a chain, or searching dates not yet asked.
+    Counted on every task."""
+    matched = match_calls(task.gold, calls, events, set(task.hidden_slots))
     seen_at: dict[str, int] = {}
     violations = 0
-    deps = {g.id: g.depends_on for g in gold}
+    deps = {g.id: g.depends_on for g in task.gold}
     for call, node in zip(calls, matched):
         if node is None:
             continue
         if any(seen_at.get(d, 10**9) >= call["turn"] for d in deps[node]):
             violations += 1
         seen_at.setdefault(node, call["turn"])
-    if dag_width(gold) < 2:
-        return None, violations
-    turns = len({c["turn"] for c in calls if c["status"] != "skipped"})
-    if turns == 0:
-        return 0.0, violations
-    return min(1.0, critical_path(gold) / turns), violations
+    return violations
 
 
-def efficiency(task: Task, calls: list[dict[str, Any]], tools: dict[str, ToolSpec]) -> tuple[float | None, int]:
-    """(score, redundant_calls).
+def parallelism(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any]],
+                tools: dict[str, ToolSpec] | None = None, done: Progress | None = None) -> tuple[float | None, int]:
+    """(score, serial_violations).
 
-    score = gold minimum calls / calls made, capped at 1; 0 when no call was made; ``None`` when
-    the task has no gold call. ``redundant_calls`` = read calls (not to the user) repeating an
-    earlier identical call while the world state had not changed in between.
+    Progress-aware: score = coverage × min(1, critical path of the covered part of the plan /
+    tool-calling turns used), over the world calls of :mod:`topoeval.metrics.progress` (a turn
+    that only asks the user is not counted; asking is ``clarification``'s). Doing little in few
+    turns cannot score: the score never exceeds the coverage, and is 0 when no world call matched
+    the plan. ``None`` when the plan's world calls never allow two in one turn (width < 2), or
+    when nothing is expected of the episode (its whole plan hinged on a question it never asked).
     """
-    made = [c for c in calls if c["status"] != "skipped"]
+    tools = tools or {}
+    violations = serial_violations(task, calls, events)
+    done = done or progress(task, calls, events, tools)
+    if dag_width(done.nodes) < 2 or done.coverage is None:
+        return None, violations
+    turns = len({calls[i]["turn"] for i in done.counted})
+    if not done.matched or not turns:
+        return 0.0, violations
+    return done.coverage * min(1.0, critical_path(done.covered()) / turns), violations
+
+
+def redundant_calls(calls: list[dict[str, Any]], tools: dict[str, ToolSpec]) -> int:
+    """Read calls (not to the user) repeating an earlier identical call while the world state had
+    not changed in between."""
     redundant = 0
     seen: set[tuple[str, str]] = set()
-    for c in made:
+    for c in calls:
+        if c["status"] == "skipped":
+            continue
         if c.get("state_changed"):
             seen.clear()
         spec = tools.get(c["name"])
@@ -153,11 +162,26 @@ def efficiency(task: Task, calls: list[dict[str, Any]], tools: dict[str, ToolSpe
         if key in seen:
             redundant += 1
         seen.add(key)
-    if not task.gold:
+    return redundant
+
+
+def efficiency(task: Task, calls: list[dict[str, Any]], tools: dict[str, ToolSpec],
+               events: list[dict[str, Any]] | None = None, done: Progress | None = None) -> tuple[float | None, int]:
+    """(score, redundant_calls).
+
+    Progress-aware: score = coverage × precision (:mod:`topoeval.metrics.progress`): the share of
+    the plan's world calls achieved, times the share of the agent's world calls that achieved a
+    node not achieved before (a repeat, a wasted look-up, a call the plan does not need all count
+    against it). 0 when no world call was made; ``None`` when the task has no world call in its
+    plan, or when nothing is expected of the episode (its plan hinged on a question it never asked).
+    """
+    redundant = redundant_calls(calls, tools)
+    done = done or progress(task, calls, events or [], tools)
+    if not done.nodes or done.coverage is None:
         return None, redundant
-    if not made:
+    if not done.counted:
         return 0.0, redundant
-    return min(1.0, len(task.gold) / len(made)), redundant
+    return done.coverage * (done.precision or 0.0), redundant
 
 
 def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSpec],
@@ -167,10 +191,11 @@ def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSp
     calls, events = record.get("calls", []), record.get("events", [])
     clar, over = clarification(task, events)
     risk_score, unsafe = risk(task, events, tools)
-    par, violations = parallelism(task, calls, events)
+    done = progress(task, calls, events, tools)
+    par, violations = parallelism(task, calls, events, tools, done)
     if serial_only:
         par = None
-    eff, redundant = efficiency(task, calls, tools)
+    eff, redundant = efficiency(task, calls, tools, events, done)
     dims = {
         "clarification": clar,
         "priority": priority(task, events),
@@ -182,6 +207,7 @@ def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSp
     return {
         **dims,
         "dq": sum(present) / len(present) if present else None,
+        "coverage": done.coverage if done.nodes else None,
         "over_asks": over,
         "unsafe_commits": unsafe,
         "serial_violations": violations,

@@ -52,3 +52,16 @@ def next_calls(
         if variant == "oracle-redundant" and spec and spec.effect.value == "read" and not spec.user_channel:
             out.append(ToolCall.make(f"t{turn}_{node.id}_again", node.tool, args))
     return AssistantMessage(tool_calls=out) if out else None
+
+
+def quit_early(step: AssistantMessage, made: int, budget: int, tools: list[ToolSpec]) -> AssistantMessage | None:
+    """``oracle-quit-early``'s cut of the oracle's next turn ``step``: the calls that fit in a
+    budget of ``budget`` calls (``made`` spent already), stopping before anything irreversible;
+    None when nothing is left to do (the policy then stops without committing)."""
+    irreversible = {t.name for t in tools if t.effect.value == "irreversible"}
+    keep: list[ToolCall] = []
+    for call in step.tool_calls:
+        if call.name in irreversible or made + len(keep) >= budget:
+            break
+        keep.append(call)
+    return AssistantMessage(tool_calls=keep) if keep else None

@@ -1,4 +1,4 @@
-"""Reference policies: the oracle (and its flawed variants), noop and random."""
+"""Reference policies: the oracle (and its flawed variants), oracle-quit-early, noop and random."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+from topoeval.policies.oracle import quit_early
 
 
 class OraclePolicy(Policy):
@@ -29,6 +30,26 @@ def episode_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages of the current episode: from the last user turn on (demos come before it)."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
     return messages[last_user:]
+
+
+class QuitEarlyPolicy(Policy):
+    """Follows the oracle's plan for about half of its calls (half the gold DAG's nodes, rounded
+    down, at least one), never makes an irreversible call, then stops with an empty answer.
+
+    It solves nothing (success 0) but does only useful work: the check that ``parallelism`` and
+    ``efficiency`` follow progress — they must stay at or under its coverage.
+    """
+
+    name = "oracle-quit-early"
+    concurrency = 64
+
+    async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
+        messages = episode_messages(messages)
+        made = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        budget = max(1, len(ctx.task.gold) // 2)
+        step = ctx.suite.oracle(ctx.task, messages, "oracle")
+        cut = quit_early(step, made, budget, ctx.suite.tools) if step.tool_calls else None
+        return cut or final("")
 
 
 class NoopPolicy(Policy):

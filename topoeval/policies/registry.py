@@ -2,7 +2,7 @@
 
 | form | backend |
 |---|---|
-| ``oracle``, ``oracle-<flaw>``, ``noop``, ``random`` | reference policies |
+| ``oracle``, ``oracle-<flaw>``, ``oracle-quit-early``, ``noop``, ``random`` | reference policies |
 | ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in-process through llama-cpp-python |
 | ``smollm2-135m@server`` | the same model behind a llama.cpp server topoeval starts, reached through litellm |
 | ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in-process (llama-cpp-python) |
@@ -21,12 +21,14 @@ from topoeval.core.errors import UserError
 from topoeval.models.options import ModelOptions
 from topoeval.policies.oracle import VARIANTS
 from topoeval.core.policy import Policy
-from topoeval.policies.reference import NoopPolicy, OraclePolicy, RandomPolicy
+from topoeval.policies.reference import NoopPolicy, OraclePolicy, QuitEarlyPolicy, RandomPolicy
 
 #: Reference policies by name. The flawed oracles (``oracle-no-ask``, ...) are oracle variants
-#: that each break one decision-quality dimension; the suites implement them.
+#: that each break one decision-quality dimension; the suites implement them. ``oracle-quit-early``
+#: follows the oracle for about half of its calls and stops without committing.
 REFERENCE: dict[str, Callable[[], Policy]] = {
     **{v: (lambda v=v: OraclePolicy(v)) for v in VARIANTS},
+    "oracle-quit-early": QuitEarlyPolicy,
     "noop": NoopPolicy,
     "random": RandomPolicy,
 }

@@ -78,25 +78,26 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
 def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) -> None:
     from rich.table import Table
 
-    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, unchecked
+    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, QUIT_EARLY, unchecked
 
-    table = Table(title=f"sensitivity matrix ({matrix['tasks']} tasks; mean over tasks where the metric applies, n)")
+    table = Table(title=f"sensitivity matrix: {matrix['target']} ({matrix['tasks']} tasks; "
+                        "mean over tasks where the metric applies, n)")
     table.add_column("policy")
     table.add_column("breaks")
     for col in COLUMNS:
         table.add_column(col, justify="right")
     for policy, row in matrix["cells"].items():
         values = ["—" if v["mean"] is None else f"{v['mean']:.2f} ({v['n']})" for v in row.values()]
-        table.add_row(policy, FLAWS.get(policy, ""), *values)
+        table.add_row(policy, FLAWS.get(policy, "progress" if policy == QUIT_EARLY else ""), *values)
     console.print(table)
     blind = unchecked(matrix)
     if blind:
         console.print(f"cannot check {', '.join(blind)}: no task of this sample gives it a meaning")
     if violations:
-        console.print("[red]bar missed:[/red]")
+        console.print(f"[red]bar missed on {matrix['target']}:[/red]")
         for v in violations:
             console.print(f"  {v}")
     else:
-        console.print("bar met: oracle 1.0 everywhere, noop never succeeds, each flaw drops its own "
-                      "dimension by >= 0.3 and moves no other by more than 0.05"
-                      + (" (on the dimensions it can check)" if blind else ""))
+        console.print(f"bar met on {matrix['target']}: oracle 1.0 everywhere, noop 0, random dq <= 0.2, "
+                      "oracle-quit-early at or under its coverage, each flaw drops its own dimension by >= 0.3 "
+                      "and moves no other by more than 0.05" + (" (on the dimensions it can check)" if blind else ""))
