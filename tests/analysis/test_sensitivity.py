@@ -80,11 +80,26 @@ def test_cli_prints_one_matrix_per_suite(topoeval_cmd):
     assert "cannot check clarification, priority, risk" in proc.stdout
 
 
-def test_cli_checks_a_protocols_test_topologies(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "sensitivity", "--protocol", "wiki_to_travel", "--tasks", "20"],
+def test_cli_checks_every_topology_a_protocol_evaluates(topoeval_cmd):
+    proc = subprocess.run([*topoeval_cmd, "sensitivity", "--protocol", "wiki_to_travel_ladder", "--tasks", "15"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "bar met on wiki_to_travel/wiki" in proc.stdout and "bar met on wiki_to_travel/travel" in proc.stdout
+    for topology in ("wiki", "travel", "wiki-renamed", "travel-no-user", "travel-user", "travel-irreversible"):
+        assert f"bar met on wiki_to_travel_ladder/{topology}:" in proc.stdout, topology
+    # on a flat ordering, "treat the constraints as flat" is what the oracle does: said, not failed
+    assert "cannot check priority: with ordering flat, oracle-no-priority is no flaw" in proc.stdout
     proc = subprocess.run([*topoeval_cmd, "sensitivity", "--protocol", "wiki_to_travel", "--suite", "wiki"],
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "not both" in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_void_flaw_is_unchecked_not_passed(ood_cell):
+    from topoeval.analysis.sensitivity import unchecked, void_flaws
+
+    flat = {**ood_cell, "topology": {**ood_cell["topology"], "ordering": "flat"}}
+    assert void_flaws(ood_cell) == [] and void_flaws(flat) == ["oracle-no-priority"]
+    assert "priority" in unchecked(flat) and "priority" not in unchecked(ood_cell)
+    # void only excuses the flaw's own drop: a flaw that moves another dimension still misses the bar
+    moved = {**flat, "cells": {**flat["cells"], "oracle-no-priority": {
+        **flat["cells"]["oracle-no-priority"], "efficiency": {"mean": 0.5, "n": 40}}}}
+    assert any("oracle-no-priority moves efficiency" in v for v in bar_violations(moved))

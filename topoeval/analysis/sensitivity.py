@@ -42,6 +42,10 @@ FLAWS = {
     "oracle-no-priority": "priority",
     "oracle-redundant": "efficiency",
 }
+#: A flaw that is no flaw on a topology with this axis value: there the flawed oracle *is* the oracle
+#: for its dimension (a flat ordering is what oracle-no-priority follows), so the drop cannot show.
+VOID_WHEN = {"oracle-no-ask": ("user", "none"), "oracle-reckless": ("reversibility", "all_reversible"),
+             "oracle-no-priority": ("ordering", "flat")}
 QUIT_EARLY = "oracle-quit-early"
 POLICIES = ("oracle", "noop", "random", *FLAWS, QUIT_EARLY)
 COLUMNS = ("success", *DIMENSIONS, "dq", "coverage")
@@ -74,9 +78,10 @@ def suite_target(name: str, registry: SuiteRegistry, seed: int = 0) -> Target:
 
 
 def protocol_targets(protocol: Any, registry: SuiteRegistry) -> list[Target]:
-    """Every test topology of a protocol (ID and OOD), at its test seed and limits (the zero-shot cells)."""
+    """Every topology a protocol evaluates — its test topologies (ID, OOD) and ladder steps — at its
+    test seed and limits: the zero-shot cells the reference policies get in ``topoeval run``."""
     out = []
-    for spec in protocol.test:
+    for spec in [*protocol.test, *(s for s in protocol.ladder if s.suite is not None)]:
         topo = resolve(spec, registry)
         out.append(Target(name=f"{protocol.name}/{spec.name}", suite=topo.suite, params=topo.params,
                           seed=protocol.tasks.test.seed, limits=protocol.limits))
@@ -115,8 +120,9 @@ def run_matrix(target: Target, n_tasks: int) -> dict[str, Any]:
         for col in COLUMNS:
             vals = [r[col] for r in rows if r.get(col) is not None]
             cells[p][col] = {"mean": sum(vals) / len(vals) if vals else None, "n": len(vals)}
-    return {"target": target.name, "tasks": len(tasks), "cells": cells, "noop_successes": noop_successes,
-            "quit_early_over": quit_early_over}
+    topology = target.suite.topology_for(target.params).model_dump(mode="json")
+    return {"target": target.name, "tasks": len(tasks), "topology": topology, "cells": cells,
+            "noop_successes": noop_successes, "quit_early_over": quit_early_over}
 
 
 def _over_progress(scores: dict[str, Any]) -> bool:
@@ -150,10 +156,11 @@ def bar_violations(matrix: dict[str, Any]) -> list[str]:
     if matrix["quit_early_over"]:
         out.append(f"{QUIT_EARLY} scores parallelism or efficiency above its coverage + {PROGRESS_SLACK} on "
                    f"{len(matrix['quit_early_over'])} tasks (first: {matrix['quit_early_over'][0]})")
+    void = void_flaws(matrix)
     for policy, own in FLAWS.items():
         for col in DIMENSIONS:
             base, mine = cells["oracle"][col]["mean"], cells[policy][col]["mean"]
-            if base is None:
+            if base is None or (col == own and policy in void):
                 continue
             if mine is None:
                 mine = base if col != own else None
@@ -165,6 +172,13 @@ def bar_violations(matrix: dict[str, Any]) -> list[str]:
     return out
 
 
+def void_flaws(matrix: dict[str, Any]) -> list[str]:
+    """Flawed oracles whose flaw the target's topology makes void (see ``VOID_WHEN``)."""
+    axes = matrix.get("topology") or {}
+    return [p for p, (axis, value) in VOID_WHEN.items() if axes.get(axis) == value]
+
+
 def unchecked(matrix: dict[str, Any]) -> list[str]:
-    """Dimensions the sample cannot test: they apply to none of its tasks."""
-    return [dim for dim in DIMENSIONS if not matrix["cells"]["oracle"][dim]["n"]]
+    """Dimensions the sample cannot test: they apply to none of its tasks, or their flaw is void there."""
+    void = {FLAWS[p] for p in void_flaws(matrix)}
+    return [dim for dim in DIMENSIONS if not matrix["cells"]["oracle"][dim]["n"] or dim in void]

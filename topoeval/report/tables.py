@@ -78,7 +78,7 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
 def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) -> None:
     from rich.table import Table
 
-    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, QUIT_EARLY, unchecked
+    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, QUIT_EARLY, VOID_WHEN, unchecked, void_flaws
 
     table = Table(title=f"sensitivity matrix: {matrix['target']} ({matrix['tasks']} tasks; "
                         "mean over tasks where the metric applies, n)")
@@ -91,8 +91,13 @@ def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) ->
         table.add_row(policy, FLAWS.get(policy, "progress" if policy == QUIT_EARLY else ""), *values)
     console.print(table)
     blind = unchecked(matrix)
-    if blind:
-        console.print(f"cannot check {', '.join(blind)}: no task of this sample gives it a meaning")
+    void = {FLAWS[p]: p for p in void_flaws(matrix)}
+    empty = [d for d in blind if d not in void or not matrix["cells"]["oracle"][d]["n"]]
+    if empty:
+        console.print(f"cannot check {', '.join(empty)}: no task of this sample gives it a meaning")
+    for dim in (d for d in blind if d not in empty):
+        axis, value = VOID_WHEN[void[dim]]
+        console.print(f"cannot check {dim}: with {axis} {value}, {void[dim]} is no flaw")
     if violations:
         console.print(f"[red]bar missed on {matrix['target']}:[/red]")
         for v in violations:
