@@ -110,17 +110,22 @@ def validate(
 @app.command()
 def suites(suites_dir: SuitesDir = None) -> None:
     """List suites with their tools and topology descriptors."""
+    from rich.markup import escape
     from rich.table import Table
 
     from topoeval.protocol.discovery import SuiteRegistry
 
     registry = SuiteRegistry(suites_dir or ())
-    table = Table("suite", "tools", "state", "reversibility", "user", "ordering", "dependency", "answer")
+    table = Table("suite", "tools", "state", "reversibility", "user", "ordering", "dependency", "answer", "instructions")
     for name in registry.names():
         s = registry.get(name)
         t = s.manifest.topology
         tools = ", ".join(f"{x.name}[{x.effect.value[0]}]" for x in s.tools)
-        table.add_row(name, tools, t.state, t.reversibility, t.user, t.ordering, t.dependency, t.answer_channel)
+        if len(s.tools) > 12:  # a bridged world with many tools: counts per effect
+            counts = {e: sum(1 for x in s.tools if x.effect.value == e) for e in ("read", "write", "irreversible")}
+            tools = f"{len(s.tools)} tools: " + ", ".join(f"{n} [{e[0]}]" for e, n in counts.items())
+        table.add_row(name, escape(tools) or "(none: see its description)", t.state, t.reversibility, t.user, t.ordering,
+                      t.dependency, t.answer_channel, t.instructions)
     _console().print(table)
     _console().print("[dim]tool effects: \\[r]ead, \\[w]rite, \\[i]rreversible[/dim]")
 

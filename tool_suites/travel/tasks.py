@@ -36,8 +36,12 @@ def prompt(sc: Scenario) -> str:
         when = f" on any of these dates: {_or(sc.candidate_dates)}."
     else:
         when = f" on {_or(sc.candidate_dates)}."
-    parts = [route + when]
-    parts.append("I have a budget in mind." if "budget" in sc.hidden else f"My budget is ${sc.budget}.")
+    return " ".join([route + when, *wishes(sc)])
+
+
+def wishes(sc: Scenario) -> list[str]:
+    """Budget, airline and (on trade-offs) the priority order, as the traveller states them."""
+    parts = ["I have a budget in mind." if "budget" in sc.hidden else f"My budget is ${sc.budget}."]
     if "airline" in sc.hidden:
         parts.append("I have an airline I prefer.")
     else:
@@ -49,7 +53,32 @@ def prompt(sc: Scenario) -> str:
             f"If not everything fits, what matters most is the {sc.priority[0]}, then the {sc.priority[1]}, "
             f"then the {sc.priority[2]}."
         )
-    return " ".join(parts)
+    return parts
+
+
+#: The last instruction of a sequential travel task (``split_instructions``).
+BOOK_NOW = "Now book it."
+
+
+def opening(sc: Scenario) -> str:
+    """The first instruction of a sequential task: the route only."""
+    return f"I'm planning a trip from {sc.origin} to {sc.destination}."
+
+
+def details(sc: Scenario) -> str:
+    """The second instruction of a sequential task: dates and wishes, and a request to find (not book)."""
+    if "dates" in sc.hidden:
+        when = f"I want to travel in {month_name(sc.month)}; I have specific dates in mind."
+    elif sc.family == "events":
+        when = f"I can fly between {sc.candidate_dates[0]} and {sc.candidate_dates[-1]}, but avoid the {sc.avoid[0]} there."
+    elif sc.family == "tradeoff":
+        other = [d for d in sc.candidate_dates if d not in sc.preferred_dates]
+        when = f"I'd like to fly on {sc.preferred_dates[0]} ({_or(other)} also works)."
+    elif sc.family == "flexible":
+        when = f"I can fly on any of these dates: {_or(sc.candidate_dates)}."
+    else:
+        when = f"I want to fly on {_or(sc.candidate_dates)}."
+    return " ".join([when, *wishes(sc), "Find me the best flight, but don't book anything yet."])
 
 
 def acceptable(sc: Scenario) -> list[str]:
@@ -101,13 +130,22 @@ def confirm_question(sc: Scenario) -> str:
     return confirm_text(sc.target().public())
 
 
-def gold_dag(sc: Scenario, confirm: bool = True, direct: bool = False) -> list[GoldCall]:
+def gold_dag(sc: Scenario, confirm: bool = True, direct: bool = False, sequential: bool = False) -> list[GoldCall]:
     """ask (hidden slots) / events -> searches -> hold -> confirm -> pay.
 
     ``confirm=False`` (refundable payment) drops the confirmation; ``direct`` (``merge_hold_pay``)
     replaces hold + pay by one ``book`` of the target, confirmed first. The commit node keeps the
-    id ``pay`` in every variant.
+    id ``pay`` in every variant. ``sequential`` (``split_instructions``): the look-ups belong to the
+    second instruction (dates and wishes), the booking to the third ("now book it").
     """
+    gold = _gold_dag(sc, confirm, direct)
+    if not sequential:
+        return gold
+    booking = {"hold", "confirm", "pay"}
+    return [g.model_copy(update={"instruction": 2 if g.id in booking else 1}) for g in gold]
+
+
+def _gold_dag(sc: Scenario, confirm: bool, direct: bool) -> list[GoldCall]:
     gold: list[GoldCall] = []
     if sc.hidden:
         gold.append(GoldCall(id="ask", tool="ask_user", arguments={"question": ask_question(sc.hidden)}, match="ask"))

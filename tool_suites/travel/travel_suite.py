@@ -11,7 +11,8 @@ from topoeval.core.gold import tool_results
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.policies.oracle import next_calls
 from topoeval.core.state import diff_matches, state_diff
-from topoeval.core.suite import SPLITS, Effect, Suite, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
+from topoeval.core.suite import (SPLITS, Effect, Instruction, Suite, Task, ToolSpec, TopologyDescriptor, World, task_id,
+                                 task_seed)
 
 from . import generator, tasks
 from .oracle import active_holds, plan, refused, resolve_hold
@@ -47,6 +48,11 @@ class TravelParams(BaseModel):
     )
     booking: Literal["hold_then_pay", "direct"] = Field(
         default="hold_then_pay", description="hold_seat + pay, or one 'book' call that does both (merge_hold_pay)."
+    )
+    instructions: Literal["single", "sequential"] = Field(
+        default="single",
+        description="One request, or three sent one at a time: the route, then dates and wishes, then 'now book it' "
+                    "(split_instructions).",
     )
 
     @model_validator(mode="after")
@@ -89,6 +95,9 @@ def system_prompt(p: TravelParams) -> str:
         parts.append("Hold a seat, then pay." if p.refundable else f"Hold a seat, {confirm} pay.")
         parts.append("Payments can be cancelled for a full refund." if p.refundable else "Payments cannot be undone.")
     parts.append("Independent look-ups may go in one turn. Finish with a one-line summary and no tool call.")
+    if p.instructions == "sequential":
+        parts.append("The traveller sends the request in several messages: do what each one asks, then reply "
+                     "without a tool call to get the next. Book only when asked to.")
     return " ".join(parts)
 
 
@@ -130,6 +139,8 @@ class TravelSuite(Suite):
             update["ordering"] = "flat"
         if params.booking == "direct":
             update["schema_name"] = self.manifest.topology.schema_name + "+book"
+        if params.instructions == "sequential":
+            update["instructions"] = "sequential"
         return self.manifest.topology.model_copy(update=update)
 
     def generate(self, params: TravelParams, split, seed: int, index: int) -> Task:
@@ -145,20 +156,24 @@ class TravelSuite(Suite):
         given, hidden = tasks.slots(sc)
         expected, allow = tasks.expected_state(sc)
         commit_tool = "book" if params.booking == "direct" else "pay"
+        sequential = params.instructions == "sequential"
         return Task(
             id=task_id(self.name, split, index, s),
             suite=self.name,
             split=split,
             index=index,
             family=family,
-            prompt=tasks.prompt(sc),
+            prompt=tasks.prompt(sc) if not sequential else tasks.opening(sc),
+            instructions=[] if not sequential else [Instruction(content=tasks.details(sc)),
+                                                    Instruction(content=tasks.BOOK_NOW)],
             expected_state=expected,
             allow_list=allow,
             given_slots=given,
             hidden_slots=hidden,
             priority=[] if sc.flat else sc.priority,
             trade_off=family == "tradeoff",
-            gold=tasks.gold_dag(sc, confirm=not params.refundable, direct=params.booking == "direct"),
+            gold=tasks.gold_dag(sc, confirm=not params.refundable, direct=params.booking == "direct",
+                                sequential=sequential),
             irreversible_tools=[] if params.refundable else [commit_tool, "cancel_booking"],
             commit_targets={} if params.refundable else {commit_tool: [f.id for f in sc.searchable() if f.seats > 0]},
             options={f.id: sc.satisfied(f) for f in sc.searchable() if f.seats > 0},
@@ -209,4 +224,8 @@ class TravelSuite(Suite):
         if step is not None:
             return step
         paid = [args for name, args, text in tool_results(messages) if name in ("pay", "book") and "booking_id" in text]
+        given = sum(1 for m in messages if m.get("role") == "user")
+        if not paid and given <= len(task.instructions):  # more of the request is still to come
+            return final("Noted. What are your dates and wishes?" if given == 1 else
+                         "I have found the best flight; shall I book it?")
         return final("Booked the flight." if paid else "No suitable flight was found; nothing was booked.")

@@ -11,11 +11,14 @@ from topoeval.core.suite import GoldCall
 def dag_levels(gold: list[GoldCall]) -> list[list[GoldCall]]:
     """Gold calls grouped by depth: level 0 has no dependencies, level k depends on level < k.
 
-    ``len(dag_levels(g))`` is the critical-path length (minimum number of tool-calling turns)
-    and ``max(len(level))`` the DAG width.
+    A call asked for by a later user instruction (``GoldCall.instruction``) comes after every
+    call of the earlier instructions: an instruction's calls start one level below the deepest
+    call before it. ``len(dag_levels(g))`` is the critical-path length (minimum number of
+    tool-calling turns) and ``max(len(level))`` the DAG width.
     """
     by_id = {g.id: g for g in gold}
     depth: dict[str, int] = {}
+    floor: dict[int, int] = {}
 
     def depth_of(node: GoldCall, stack: tuple[str, ...] = ()) -> int:
         if node.id in depth:
@@ -23,9 +26,13 @@ def dag_levels(gold: list[GoldCall]) -> list[list[GoldCall]]:
         if node.id in stack:
             raise ValueError(f"gold DAG has a cycle through '{node.id}'")
         parents = [by_id[d] for d in node.depends_on]
-        depth[node.id] = 1 + max((depth_of(p, (*stack, node.id)) for p in parents), default=-1)
+        own = 1 + max((depth_of(p, (*stack, node.id)) for p in parents), default=-1)
+        depth[node.id] = max(own, floor.get(node.instruction, 0))
         return depth[node.id]
 
+    for k in sorted({g.instruction for g in gold}):  # earlier instructions first
+        earlier = [g for g in gold if g.instruction < k]
+        floor[k] = 0 if not earlier else 1 + max(depth_of(g) for g in earlier)
     levels: list[list[GoldCall]] = []
     for node in gold:
         d = depth_of(node)

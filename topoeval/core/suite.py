@@ -80,6 +80,10 @@ class TopologyDescriptor(BaseModel):
     calls_per_turn: int | None = Field(
         default=None, ge=1, description="Most tool calls one turn may carry (None: any number; no_batch sets 1)."
     )
+    instructions: Literal["single", "sequential"] = Field(
+        default="single",
+        description="One user instruction per task, or a conversation of dependent instructions sent one at a time.",
+    )
 
 
 class SuiteManifest(BaseModel):
@@ -104,6 +108,10 @@ class GoldCall(BaseModel):
     tool: str = Field(description="Tool name.")
     arguments: dict[str, Any] = Field(description="Arguments that identify the call (compared normalised).")
     depends_on: list[str] = Field(default_factory=list, description="Ids of nodes whose observations feed this call.")
+    instruction: int = Field(
+        default=0, ge=0,
+        description="Index of the user instruction that asks for this call (0: the prompt); it cannot come earlier.",
+    )
     match: Literal["args", "tool", "ask", "confirm"] = Field(
         default="args",
         description=(
@@ -111,6 +119,17 @@ class GoldCall(BaseModel):
             "normalisation), 'tool' (same tool; arguments unknowable in advance, e.g. a hold id), 'ask' "
             "(a user question about a hidden slot), 'confirm' (a user confirmation)."
         ),
+    )
+
+
+class Instruction(BaseModel):
+    """A later user turn of a multi-turn task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(description="The user's message.")
+    tools_added: list[str] = Field(
+        default_factory=list, description="Withheld tools offered from this instruction on (e.g. BFCL miss_func)."
     )
 
 
@@ -125,6 +144,17 @@ class Task(BaseModel):
     index: int = Field(description="Index within the split.")
     family: str = Field(description="Task family / question type (for per-family breakdowns).")
     prompt: str = Field(description="The user's opening message.")
+    instructions: list[Instruction] = Field(
+        default_factory=list,
+        description=(
+            "Later user instructions, sent one at a time: the next one each time the agent hands the turn "
+            "back (an assistant message without tool calls), the world carried over. Empty: one instruction."
+        ),
+    )
+    withheld_tools: list[str] = Field(
+        default_factory=list,
+        description="Suite tools not offered when the episode starts (an instruction's tools_added offers some later).",
+    )
     answer: str | None = Field(default=None, description="Gold text answer for answer-channel tasks.")
     answer_aliases: list[str] = Field(default_factory=list, description="Other accepted answers.")
     expected_state: dict[str, Any] | None = Field(
@@ -149,9 +179,24 @@ class Task(BaseModel):
     )
     data: dict[str, Any] = Field(default_factory=dict, description="Suite-specific world specification.")
 
+    def user_turns(self) -> list[str]:
+        """Every user instruction in order: the prompt, then the later ones."""
+        return [self.prompt, *(i.content for i in self.instructions)]
+
     def fingerprint(self) -> str:
-        """sha256 of the canonical JSON of the task (feeds the task-set hash)."""
-        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+        """sha256 of the canonical JSON of the task (feeds the task-set hash).
+
+        The multi-turn fields are left out where they hold their defaults, so a single-instruction
+        task hashes as it did before they existed (committed task-set hashes stay valid).
+        """
+        dump = self.model_dump(mode="json")
+        for key in ("instructions", "withheld_tools"):
+            if not dump[key]:
+                del dump[key]
+        for node in dump["gold"]:
+            if node["instruction"] == 0:
+                del node["instruction"]
+        return hashlib.sha256(canonical_json(dump).encode()).hexdigest()
 
 
 class ToolError(Exception):
@@ -176,6 +221,9 @@ class World(ABC):
       (booking, payment, cancellation) that took effect; ``irreversible`` (default true) says
       whether it can be undone. Risk judges only irreversible commits; priority judges the last
       commit of either kind.
+
+    The runner adds ``{"type": "instruction", "index": i, "turn": t}`` when it sends instruction
+    ``i`` (> 0) of a multi-turn task before assistant turn ``t``.
     """
 
     #: Records of interactions the metrics need (see the class docstring).
@@ -191,6 +239,10 @@ class World(ABC):
     @abstractmethod
     def snapshot(self) -> dict[str, Any]:
         """JSON-serialisable state, used for diffs and invariants."""
+
+    def end_instruction(self, index: int) -> None:
+        """The agent handed user instruction ``index`` back (0: the prompt). Worlds that score each
+        instruction (BFCL) check it here; the default does nothing."""
 
     def close(self) -> None:
         """Release what the world holds (a server process, a scratch folder). The runner calls it

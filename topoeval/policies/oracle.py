@@ -1,8 +1,10 @@
 """Executing an oracle plan (a DAG of calls) from a transcript, and the generic flawed variants.
 
 Suites describe *what* their oracle does as a plan; this module decides *when*: every plan node
-whose dependencies are done goes into the next turn (parallel), except for ``oracle-serial``
-(one call per turn); ``oracle-redundant`` sends every world read call twice.
+whose dependencies are done, and whose user instruction has been given, goes into the next turn
+(parallel), except for ``oracle-serial`` (one call per turn); ``oracle-redundant`` sends every
+world read call twice. When nothing is pending the suite's oracle hands the turn back (a message
+without calls), which on a multi-turn task brings the next instruction.
 """
 
 from __future__ import annotations
@@ -27,15 +29,23 @@ def next_calls(
     variant: str = "oracle",
     resolve: Resolver | None = None,
 ) -> AssistantMessage | None:
-    """The next turn of ``plan`` given the calls already answered in ``messages``; None when done.
+    """The next turn of ``plan`` given the calls already answered in ``messages`` (the episode's,
+    from its first user message); None when nothing of the instructions given so far is left.
 
+    Each answered call completes one plan node (identical nodes need as many calls).
     ``resolve(arguments, messages)`` fills placeholders (e.g. a hold id) from earlier
     observations; it returns None while a placeholder cannot be filled yet.
     """
-    done_calls = [(name, args) for name, args, _ in tool_results(messages)]
+    unused = [(name, args) for name, args, _ in tool_results(messages)]
+    given = max(0, sum(1 for m in messages if m.get("role") == "user") - 1)
     resolved = {node.id: resolve(node.arguments, messages) if resolve else node.arguments for node in plan}
-    done = {node.id for node in plan if resolved[node.id] is not None and (node.tool, resolved[node.id]) in done_calls}
-    pending = [n for n in plan if n.id not in done and all(d in done for d in n.depends_on)]
+    done = set()
+    for node in plan:
+        key = (node.tool, resolved[node.id])
+        if resolved[node.id] is not None and key in unused:
+            unused.remove(key)
+            done.add(node.id)
+    pending = [n for n in plan if n.id not in done and n.instruction <= given and all(d in done for d in n.depends_on)]
     if not pending:
         return None
     if variant == "oracle-serial":

@@ -23,13 +23,20 @@ class OraclePolicy(Policy):
         self.variant = variant
 
     async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
-        return ctx.suite.oracle(ctx.task, episode_messages(messages), self.variant)
+        return ctx.suite.oracle(ctx.task, episode_messages(messages, ctx.task.prompt), self.variant)
 
 
-def episode_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages of the current episode: from the last user turn on (demos come before it)."""
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
-    return messages[last_user:]
+def episode_messages(messages: list[dict[str, Any]], prompt: str | None = None) -> list[dict[str, Any]]:
+    """The messages of the current episode, from its opening user message on (demos come before it).
+
+    ``prompt``: the task's opening message — the last user message carrying it opens the episode,
+    so the later instructions of a multi-turn task stay in. Without it (or when it is not found)
+    the last user message does.
+    """
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    own = [i for i in users if prompt is not None and messages[i].get("content") == prompt]
+    start = own[-1] if own else (users[-1] if users else 0)
+    return messages[start:]
 
 
 class QuitEarlyPolicy(Policy):
@@ -73,7 +80,7 @@ class RandomPolicy(Policy):
     max_tool_turns = 3
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
-        messages = episode_messages(messages)
+        messages = episode_messages(messages, ctx.task.prompt)
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         rng = random.Random(_seed(ctx.task.id, ctx.sample, turns))
         words = _words(" ".join(str(m.get("content") or "") for m in messages if m.get("role") != "system"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_serializer
 
 #: Metrics a protocol may request; every episode computes all of them anyway.
 KNOWN_METRICS = (
@@ -107,6 +107,18 @@ class Limits(_Strict):
     max_turns: PositiveInt = Field(default=12, description="Assistant turns per episode.")
     max_tool_calls: PositiveInt = Field(default=30, description="Tool calls per episode (all turns together).")
     max_tokens: PositiveInt = Field(default=1024, description="Tokens a model may generate per turn.")
+    max_turns_per_instruction: PositiveInt | None = Field(
+        default=None,
+        description="Assistant turns per user instruction of a multi-turn task (None: only the episode's max_turns).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _unset_cap_left_out(self, handler: Any) -> dict[str, Any]:
+        """Leave max_turns_per_instruction out when unset, so protocols without it hash as before it existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("max_turns_per_instruction") is None:
+            data.pop("max_turns_per_instruction", None)
+        return data
 
 
 class Sampling(_Strict):

@@ -19,7 +19,8 @@ async def demo_messages(
     """(messages, task ids) of ``shots`` oracle episodes drawn (seeded by ``seed_key``) from ``donor``'s fewshot split.
 
     The fewshot split is disjoint from the test split by construction, so a demonstration is
-    never an evaluated task.
+    never an evaluated task. A multi-turn demonstration keeps all its user instructions, each
+    followed by the oracle's turns; the limits leave room for the longest (BFCL's run to ~50 turns).
     """
     from topoeval.runner.episode import run_episode
 
@@ -30,7 +31,7 @@ async def demo_messages(
     for task in chosen:
         record = await run_episode(
             policy=OraclePolicy(), suite=donor.suite, task=task, system_prompt="", demos=[],
-            limits=Limits(max_turns=50, max_tool_calls=200), sampling=SamplingParams(), sample=0, shots=0,
+            limits=Limits(max_turns=200, max_tool_calls=400), sampling=SamplingParams(), sample=0, shots=0,
             labels={},
         )
         out += record["messages"]

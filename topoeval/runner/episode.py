@@ -43,8 +43,11 @@ class EpisodeState:
     def __init__(self, suite: Suite, task: Task, system_prompt: str, demos: list[dict[str, Any]], limits: Limits):
         self.suite, self.task, self.limits = suite, task, limits
         self.started = time.perf_counter()
-        self.tool_specs = {t.name: t for t in suite.tools}
-        self.tools = [t.openai() for t in suite.tools]
+        self.withheld = set(task.withheld_tools)
+        self._offer_tools()
+        #: index of the user instruction being served (0: the prompt), and assistant turns spent on it
+        self.instruction = 0
+        self.instruction_turns = 0
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *demos,
                                                {"role": "user", "content": task.prompt}]
         self.prefix = len(self.messages)
@@ -71,10 +74,36 @@ class EpisodeState:
     def done(self) -> bool:
         return self.status != "limit:max_turns" or self.turns >= self.limits.max_turns
 
+    def _offer_tools(self) -> None:
+        """The suite's tools minus those the task still withholds (in suite order)."""
+        offered = [t for t in self.suite.tools if t.name not in self.withheld]
+        self.tool_specs = {t.name: t for t in offered}
+        self.tools = [t.openai() for t in offered]
+
+    def _hand_back(self) -> dict[str, Any] | None:
+        """The agent ended its turn: close the instruction, and send the next one if any (its user message)."""
+        if self.world is not None:
+            self.world.end_instruction(self.instruction)
+        if self.instruction >= len(self.task.instructions):
+            return None
+        nxt = self.task.instructions[self.instruction]
+        self.instruction += 1
+        self.instruction_turns = 0
+        if nxt.tools_added:
+            self.withheld -= set(nxt.tools_added)
+            self._offer_tools()
+        if self.world is not None:
+            self.world.events.append({"type": "instruction", "index": self.instruction, "turn": self.turns})
+        message = {"role": "user", "content": nxt.content}
+        self.messages.append(message)
+        return message
+
     def step(self, reply: AssistantMessage) -> list[dict[str, Any]]:
-        """Apply one assistant message; returns the tool messages it produced (empty when it ends)."""
+        """Apply one assistant message; returns the messages it produced: its tool results, or the next
+        user instruction when it handed the turn back (empty when the episode ends)."""
         turn = self.turns
         self.turns += 1
+        self.instruction_turns += 1
         self.policy_s += reply.latency_s
         self.usage["prompt_tokens"] += reply.usage.prompt_tokens
         self.usage["completion_tokens"] += reply.usage.completion_tokens
@@ -84,6 +113,9 @@ class EpisodeState:
         self.messages.append(reply.openai())
         if not reply.tool_calls:
             self.final_answer = reply.content or ""
+            following = self._hand_back()
+            if following is not None:
+                return [following]
             self.status = "done"
             return []
         out = []
@@ -118,6 +150,9 @@ class EpisodeState:
             out.append(msg)
             if self.status == "error":
                 break
+        cap = self.limits.max_turns_per_instruction
+        if cap is not None and self.instruction_turns >= cap and self.status == "limit:max_turns":
+            self.status = "limit:max_turns_per_instruction"
         return out
 
     def fail(self, error: str) -> None:
@@ -139,6 +174,7 @@ class EpisodeState:
             "status": self.status,
             "final_answer": self.final_answer,
             "turns": self.turns,
+            "user_turns": self.instruction + 1,
             "messages": self.messages[self.prefix - 1 :],
             "n_demo_messages": self.n_demo_messages,
             "calls": [c.model_dump(mode="json") for c in self.calls],

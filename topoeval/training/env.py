@@ -11,7 +11,9 @@ in ``info["messages"]`` and the tool specs (OpenAI format) in ``info["tools"]``.
 assistant message: an OpenAI-format dict (``content``, ``tool_calls``), an
 :class:`~topoeval.core.messages.AssistantMessage`, or a string whose ``<tool_call>{...}</tool_call>``
 blocks are its calls (the prompt-tools format of :mod:`topoeval.models.prompt_tools`). The episode
-terminates on a message without tool calls and is truncated at ``max_turns`` (or ``max_tool_calls``); either way the final
+terminates on a message without tool calls — on a multi-turn task, on the one that answers the
+last user instruction: earlier ones bring the next instruction as the observation, and
+``info["tools"]`` follows what the task offers by then — and is truncated at ``max_turns`` (or ``max_tool_calls``); either way the final
 step's reward is the episode's score (``success`` by default; see :func:`topoeval.reward`) and
 ``info["scores"]`` holds every metric. Malformed calls become error observations, never exceptions.
 
@@ -107,7 +109,7 @@ class TopologyEnv(_Base):
 
     def _info(self) -> dict[str, Any]:
         assert self.state is not None
-        return {"task_id": self.state.task.id, "topology": self.topology.name, "tools": self.tools,
+        return {"task_id": self.state.task.id, "topology": self.topology.name, "tools": self.state.tools,
                 "messages": list(self.state.messages), "turn": self.state.turns}
 
 

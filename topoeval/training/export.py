@@ -8,10 +8,11 @@ what verl reads:
 | column | content |
 |---|---|
 | ``id`` | task id |
-| ``prompt`` | chat messages: the topology's system prompt, then the task's user message |
+| ``prompt`` | chat messages: the topology's system prompt, then the task's (first) user message |
+| ``instructions`` | JSON: a multi-turn task's later user instructions, in order (``content``, ``tools_added``); ``[]`` for one-instruction tasks. A trainer sends the next one each time the model answers without a tool call (the Gymnasium env and :func:`topoeval.reward` do this themselves) |
 | ``answer`` | the gold answer (text tasks) or the expected state change as JSON (state tasks) |
 | ``info`` | JSON: ``topoeval_task`` (the full task, for :func:`topoeval.reward`), ``topology`` (suite, params, transforms), protocol, split, hashes |
-| ``tools`` | JSON: the tools in OpenAI format |
+| ``tools`` | JSON: the tools offered when the task starts, in OpenAI format (a task may withhold some until a later instruction) |
 | ``topology`` | the topology name |
 
 (verifiers reserves ``info["task"]`` and a ``task`` column for its own task payloads, hence the names.)
@@ -47,7 +48,7 @@ def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], s
                 t_hash: str) -> list[dict[str, Any]]:
     """The dataset rows of ``tasks`` (see the module docstring)."""
     system = topo.system_prompt()
-    tools = json.dumps([t.openai() for t in topo.suite.tools], ensure_ascii=False)
+    all_tools = json.dumps([t.openai() for t in topo.suite.tools], ensure_ascii=False)
     spec = topo.spec.model_dump(mode="json", include={"name", "suite", "params", "transforms"})
     rows = []
     for task in tasks:
@@ -59,7 +60,9 @@ def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], s
             "prompt": [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}],
             "answer": answer,
             "info": json.dumps(info, ensure_ascii=False),
-            "tools": tools,
+            "instructions": json.dumps([i.model_dump(mode="json") for i in task.instructions], ensure_ascii=False),
+            "tools": all_tools if not task.withheld_tools else json.dumps(
+                [t.openai() for t in topo.suite.tools if t.name not in set(task.withheld_tools)], ensure_ascii=False),
             "topology": topo.name,
             "data_source": f"topoeval/{protocol.name}/{topo.name}",
             "reward_model": {"style": "rule", "ground_truth": answer},

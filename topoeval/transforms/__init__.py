@@ -15,6 +15,7 @@ metrics and the oracle. Transforms compose, applied in the order listed.
 | ``batch_api`` | dependency | — adds ``<tool>_batch`` for each read-only parallel-safe tool (one call, many look-ups) |
 | ``no_batch`` | dependency | — one tool call per turn; parallelism no longer applies |
 | ``refundable`` | reversibility | — nothing is irreversible: payments refund in full, no confirmation (``refundable`` parameter) |
+| ``split_instructions`` | instructions | — each task becomes a conversation of dependent user instructions (``instructions`` parameter) |
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from topoeval.core.suite import Suite
 
 from .batching import batch_api, no_batch
-from .params import SuiteView, hide_slots, merge_hold_pay, refundable, shuffle_priority
+from .params import SuiteView, hide_slots, merge_hold_pay, refundable, shuffle_priority, split_instructions
 from .renaming import TransformedSuite, distractor_tools, rename_args, rename_tools
 
 __all__ = ["RENAMING", "SuiteView", "TransformedSuite", "apply_transforms", "known_transforms", "transform_axis"]
@@ -43,6 +44,7 @@ _REGISTRY: dict[str, tuple[Transform, str]] = {
     "refundable": (refundable, "reversibility"),
     "batch_api": (batch_api, "dependency"),
     "no_batch": (no_batch, "dependency"),
+    "split_instructions": (split_instructions, "instructions"),
 }
 
 #: Transforms that rename the vocabulary; none may follow ``batch_api``.

@@ -65,6 +65,21 @@ class BatchSuite(SuiteView):
     def system_prompt(self, params: BaseModel) -> str:
         return self.inner.system_prompt(params) + " A tool ending in _batch answers several look-ups in one call."
 
+    def generate(self, params, split, seed, index):
+        """The inner task, with each withheld tool's batch withheld too (and offered with it)."""
+        task = self.inner.generate(params, split, seed, index)
+        if not task.withheld_tools:
+            return task
+        batch = {inner: outer for outer, inner in self.batch_of.items()}
+
+        def with_batches(names: list[str]) -> list[str]:
+            return names + [batch[n] for n in names if n in batch]
+
+        return task.model_copy(update={
+            "withheld_tools": with_batches(task.withheld_tools),
+            "instructions": [i.model_copy(update={"tools_added": with_batches(i.tools_added)}) for i in task.instructions],
+        })
+
     def make_world(self, task) -> World:
         return _BatchWorld(self.inner.make_world(task), self.batch_of)
 
@@ -129,6 +144,9 @@ class _BatchWorld(World):
 
     def close(self) -> None:
         self.inner.close()
+
+    def end_instruction(self, index: int) -> None:
+        self.inner.end_instruction(index)
 
 
 def _split_batches(messages: list[dict[str, Any]], batch_of: dict[str, str]) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""Transforms that change what a suite generates through its parameters (user, ordering and
-reversibility axes), and :class:`SuiteView`, the delegating suite they — and
+"""Transforms that change what a suite generates through its parameters (user, ordering,
+reversibility and instructions axes), and :class:`SuiteView`, the delegating suite they — and
 :func:`topoeval.protocol.topology.resolve` — return.
 
 Each of these transforms needs the suite to expose the parameter it sets; a protocol naming one
@@ -92,3 +92,11 @@ def merge_hold_pay(suite: Suite, args: dict[str, Any]) -> Suite:
 def refundable(suite: Suite, args: dict[str, Any]) -> Suite:
     _needs_param(suite, "refundable", "refundable")
     return SuiteView(suite, {"refundable": True}, {"reversibility": "all_reversible"})
+
+
+def split_instructions(suite: Suite, args: dict[str, Any]) -> Suite:
+    """One instruction becomes a conversation: the suite poses each task as dependent user
+    instructions sent one at a time (suites with an ``instructions`` parameter; travel: the route
+    first, dates and wishes next, "now book it" last)."""
+    _needs_param(suite, "instructions", "split_instructions")
+    return SuiteView(suite, {"instructions": "sequential"}, {"instructions": "sequential"})

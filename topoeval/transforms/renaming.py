@@ -95,6 +95,9 @@ class TransformedSuite(Suite):
         return task.model_copy(update={
             "gold": self._map_gold(task.gold, to_outer),
             "irreversible_tools": [names(t) for t in task.irreversible_tools],
+            "withheld_tools": [names(t) for t in task.withheld_tools],
+            "instructions": [i.model_copy(update={"tools_added": [names(t) for t in i.tools_added]})
+                             for i in task.instructions],
             "commit_targets": {names(k): v for k, v in task.commit_targets.items()},
         })
 
@@ -167,6 +170,9 @@ class _TransformedWorld(World):
 
     def close(self) -> None:
         self.inner.close()
+
+    def end_instruction(self, index: int) -> None:
+        self.inner.end_instruction(index)
 
 
 def _parts(suite: Suite) -> tuple[Suite, dict[str, str], dict[str, dict[str, str]], list[ToolSpec]]:
