@@ -134,6 +134,12 @@ class BfclSuite(Suite):
         return SYSTEM_PROMPT
 
     # -- tasks ----------------------------------------------------------------------------------
+    def pool_size(self, params: BaseModel, split) -> int | None:
+        """Scenarios in ``split`` under these parameters (a protocol asking for more is rejected)."""
+        assert isinstance(params, BfclParams)
+        data.require_bfcl()
+        return len(_split_pool(split, params.split_mode, tuple(params.classes)))
+
     def generate(self, params: BaseModel, split, seed: int, index: int) -> Task:
         assert isinstance(params, BfclParams)
         data.require_bfcl()
