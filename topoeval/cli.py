@@ -224,20 +224,76 @@ def sensitivity(
 @app.command()
 def export(
     protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name, or a suite name.")],
-    out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet and topoeval_export.json).")],
+    out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and topoeval_export.json).")],
     split: Annotated[str, typer.Option(help="train | dev | test | fewshot.")] = "train",
     n: Annotated[Optional[int], typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
     topology: Annotated[Optional[str], typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
     seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,
+    format: Annotated[str, typer.Option(
+        "--format", help="rl: tasks for RL trainers; sft: successful conversations for fine-tuning.")] = "rl",
+    policy: Annotated[str, typer.Option(
+        help="--format sft: the model whose successful episodes on the split are kept ('none': only --from-run).")] = "oracle",
+    from_run: Annotated[Optional[list[Path]], typer.Option(
+        help="--format sft: also keep this run folder's successful episodes (repeatable).")] = None,
     suites_dir: SuitesDir = None,
 ) -> None:
-    """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns)."""
-    from topoeval.training.export import export_tasks
-
+    """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns), or
+    successful conversations for supervised fine-tuning (--format sft; docs/training.md)."""
     if split not in ("train", "dev", "test", "fewshot"):
         raise UserError(f"--split must be train, dev, test or fewshot, not '{split}'")
+    if format == "sft":
+        import json
+
+        from topoeval.training.sft_data import SFT_FILE, export_sft
+
+        manifest = export_sft(protocol, out, split=split, n=n, topology=topology, seed=seed,
+                              policy=None if policy == "none" else policy, from_runs=from_run or (),
+                              suites_dirs=suites_dir or ())
+        typer.echo(f"wrote {Path(out) / SFT_FILE}: {manifest['conversations']} conversations "
+                   f"({', '.join(f'{k}: {v}' for k, v in manifest['conversations_by_split'].items())} split); "
+                   f"sources {json.dumps(manifest['sources'])}")
+        return
+    if format != "rl":
+        raise UserError(f"--format must be rl or sft, not '{format}'")
+    if policy != "oracle" or from_run:
+        raise UserError("--policy and --from-run go with --format sft")
+    from topoeval.training.export import export_tasks
+
     path = export_tasks(protocol, out, split=split, n=n, topology=topology, seed=seed, suites_dirs=suites_dir or ())
     typer.echo(f"wrote {path}")
+
+
+@app.command()
+def train(
+    protocol: Annotated[str, typer.Argument(help="Protocol name or YAML path: its train topology is trained on.")],
+    n: Annotated[int, typer.Option(min=1, help="Train-split tasks the oracle solves for the conversations.")] = 300,
+    epochs: Annotated[float, typer.Option(min=0.01, help="Passes over the conversations.")] = 2.0,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many steps (overrides --epochs).")] = None,
+    data: Annotated[Optional[list[Path]], typer.Option(help="More `topoeval export --format sft` folders (repeatable).")] = None,
+    learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 2e-4,
+    seed: Annotated[int, typer.Option(help="Seed of the adapter's initialisation and the data order.")] = 0,
+    name: Annotated[Optional[str], typer.Option(help="Adapter model name (default smollm2-135m-<train topology>).")] = None,
+    base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
+    save_steps: Annotated[int, typer.Option(min=1, help="Checkpoint every this many steps.")] = 25,
+    threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads.")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default adapters/).")] = None,
+    work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default runs/train/<name>).")] = None,
+    fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
+) -> None:
+    """Fine-tune the embedded model with LoRA on the protocol's train topology (CPU) and write a GGUF adapter;
+    the same command resumes an interrupted run (needs the 'train' extra; docs/training.md)."""
+    from topoeval.training.sft import TrainConfig
+    from topoeval.training.sft import train as run_training
+
+    cfg = TrainConfig(protocol=protocol, n=n, epochs=epochs, max_steps=max_steps, data=[str(d) for d in data or ()],
+                      learning_rate=learning_rate, seed=seed, name=name, base=base, save_steps=save_steps,
+                      threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh)
+    command = "topoeval " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else f"topoeval train {protocol}"
+    result = run_training(cfg, command)
+    rec = result.record
+    first = rec["loss_curve"][0]["loss"] if rec["loss_curve"] else None
+    typer.echo(f"{result.name}: {rec['steps']} steps, loss {first} -> {rec['final_loss']}, {rec['seconds']['train']} s "
+               f"training; wrote {result.gguf or result.adapter_dir} and {result.record_path}")
 
 
 @app.command("serve-openenv")

@@ -37,8 +37,10 @@ class LlamaCppPolicy(Policy):
 
     concurrency = 1
 
-    def __init__(self, model_path: str, options: ModelOptions, name: str | None = None):
+    def __init__(self, model_path: str, options: ModelOptions, name: str | None = None, lora_path: str | None = None):
         self.model_path = model_path
+        #: a LoRA adapter GGUF applied on top of the model (see :mod:`topoeval.models.adapters`)
+        self.lora_path = lora_path
         self.options = options
         self.name = name or os.path.basename(model_path)
         self.tool_mode = "native" if options.tool_mode == "auto" else options.tool_mode
@@ -50,7 +52,7 @@ class LlamaCppPolicy(Policy):
             llama_cpp = import_llama_cpp()
             self._llama = llama_cpp.Llama(
                 model_path=self.model_path, n_ctx=self.options.n_ctx, n_threads=self.options.n_threads or os.cpu_count(),
-                chat_format="chatml", verbose=False,
+                chat_format="chatml", verbose=False, lora_path=self.lora_path,
             )
         return self._llama
 

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from topoeval.models.llamacpp_tools import tool_result_text
+
+#: The system turn put first when a conversation has none.
+DEFAULT_SYSTEM = "You are a helpful assistant."
+#: Between the results of one turn's calls, sent back together in one user turn.
+RESULT_SEPARATOR = "\n"
+
+
 def for_chatml_function_calling(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if not messages or messages[0]["role"] != "system":
-        out.append({"role": "system", "content": "You are a helpful assistant."})
+        out.append({"role": "system", "content": DEFAULT_SYSTEM})
     for m in messages:
         if m["role"] == "tool":
-            line = f"Result of {m.get('name') or 'the tool'}: {m.get('content') or ''}"
+            line = tool_result_text(m)
             if out and out[-1]["role"] == "user" and out[-1].get("_results"):
-                out[-1]["content"] += "\n" + line
+                out[-1]["content"] += RESULT_SEPARATOR + line
             else:
                 out.append({"role": "user", "content": line, "_results": True})
         elif m["role"] == "assistant":

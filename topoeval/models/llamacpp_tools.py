@@ -4,7 +4,7 @@ llama-cpp-python's ``chatml-function-calling`` handler constrains calls with gra
 generates the message text and each call's arguments with no token limit, so a small model can
 run until its context is full (minutes per turn on a CPU). This handler keeps its prompt layout
 (ChatML; tools listed in the system turn; the model answers ``message:`` + text or
-``functions.<name>:`` + JSON arguments, one or more calls per turn) and its grammars (the choice
+``functions.<name>:`` + JSON arguments, one or more calls per turn, separated by a newline) and its grammars (the choice
 between a message and a known tool; the JSON schema of the chosen tool's arguments), but spends
 one budget of ``max_tokens`` across all steps of the turn. A call cut off by the budget keeps its
 partial JSON, which the runner records as an invalid call.
@@ -20,47 +20,91 @@ import time
 from typing import Any
 
 CHAT_FORMAT_NAME = "topoeval-tools"
+START = "<|im_start|>"
 END = "<|im_end|>"
 MAX_CALLS_PER_TURN = 8
+#: The pieces of the prompt layout; :mod:`topoeval.models.llamacpp_template` builds the training
+#: chat template from the same constants, so training and inference render one text.
+TOOLS_HEADER = "You can use these functions:"
+TOOLS_FOOTER = (
+    "Reply either with a message, starting with 'message:' and then the text, or with one or more "
+    "function calls, each written as 'functions.<name>:' followed by a line of JSON arguments."
+)
+MESSAGE_PREFIX = "message:\n"
+CALL_PREFIX = "functions."
+#: between two calls of one turn (the model chooses it, or the end of its turn, after each call)
+CALL_SEPARATOR = "\n"
+#: a tool result, sent back in a user turn
+RESULT_FORMAT = "Result of {name}: {content}"
+UNNAMED_TOOL = "the tool"
 
 
 def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
     """The ChatML prompt: tools described in the system turn, calls and results as text."""
     out: list[str] = []
-    tool_text = _tool_text(tools) if tools else ""
+    tool_text = render_tools(tools) if tools else ""
     if tools and (not messages or messages[0]["role"] != "system"):
-        out.append(f"<|im_start|>system\n{tool_text}{END}\n")
+        out.append(f"{START}system\n{tool_text}{END}\n")
     for m in messages:
         role, content = m["role"], m.get("content") or ""
         if role == "system":
             body = content + ("\n\n" + tool_text if tools else "")
         elif role == "assistant":
-            calls = [f"functions.{c['function']['name']}:\n{c['function']['arguments']}" for c in m.get("tool_calls") or []]
-            body = "\n".join(([f"message:\n{content}"] if content else []) + calls) if tools else content
+            body = assistant_text(m, bool(tools))
         elif role == "tool":
-            role, body = "user", f"Result of {m.get('name') or 'the tool'}: {content}"
+            role, body = "user", tool_result_text(m)
         else:
             body = content
-        out.append(f"<|im_start|>{role}\n{body}{END}\n")
-    return "".join(out) + "<|im_start|>assistant\n"
+        out.append(f"{START}{role}\n{body}{END}\n")
+    return "".join(out) + f"{START}assistant\n"
 
 
-def _tool_text(tools: list[dict[str, Any]]) -> str:
-    lines = ["You can use these functions:"]
+def render_tools(tools: list[dict[str, Any]]) -> str:
+    """The system prompt's description of the tools."""
+    lines = [TOOLS_HEADER]
     for t in tools:
         fn = t["function"]
-        lines.append(f"functions.{fn['name']}: {fn.get('description', '')}\n{json.dumps(fn.get('parameters', {}))}")
-    lines.append(
-        "Reply either with a message, starting with 'message:' and then the text, or with one or more "
-        "function calls, each written as 'functions.<name>:' followed by a line of JSON arguments."
-    )
+        lines.append(f"{CALL_PREFIX}{fn['name']}: {fn.get('description') or ''}\n{json.dumps(fn.get('parameters') or {})}")
+    lines.append(TOOLS_FOOTER)
     return "\n".join(lines)
 
 
-def _choice_grammar(names: list[str], allow_end: bool) -> str:
-    options = " | ".join(f'"functions.{n}:"' for n in names)
-    last = f'"{END}"' if allow_end else '"message:"'
-    return f"root ::= functions | {last}\nfunctions ::= {options}\n"
+def call_text(name: str, arguments: str) -> str:
+    """One call as the model writes it: the name line, then the JSON arguments."""
+    return f"{CALL_PREFIX}{name}:\n{arguments}"
+
+
+def assistant_text(message: dict[str, Any], with_tools: bool) -> str:
+    """An assistant turn exactly as the model writes it (:func:`complete_with_tools` builds the same text
+    while it generates): a message, or the calls separated by :data:`CALL_SEPARATOR`."""
+    content = message.get("content") or ""
+    if not with_tools:
+        return content
+    calls = [call_text(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+    if not calls:
+        return MESSAGE_PREFIX + content
+    # a turn with both (from another backend's history) keeps its text first
+    return CALL_SEPARATOR.join(([MESSAGE_PREFIX + content] if content else []) + calls)
+
+
+def tool_result_text(message: dict[str, Any]) -> str:
+    return RESULT_FORMAT.format(name=message.get("name") or UNNAMED_TOOL, content=message.get("content") or "")
+
+
+def _gbnf(text: str) -> str:
+    return json.dumps(text)  # a JSON string literal is a GBNF literal (\n, \" escapes)
+
+
+def _first_choice_grammar(names: list[str]) -> str:
+    """The start of a turn: a call or a message."""
+    calls = " | ".join(_gbnf(call_text(n, "").rstrip("\n")) for n in names)
+    return f"root ::= {calls} | {_gbnf(MESSAGE_PREFIX.rstrip(chr(10)))}\n"
+
+
+def _next_choice_grammar(names: list[str]) -> str:
+    """After a call: another call (after :data:`CALL_SEPARATOR`) or the end of the turn."""
+    calls = " | ".join(_gbnf(CALL_SEPARATOR + call_text(n, "").rstrip("\n")) for n in names)
+    return f"root ::= {calls} | {_gbnf(END)}\n"
 
 
 def complete_with_tools(
@@ -73,7 +117,12 @@ def complete_with_tools(
     seed: int | None = None,
     **_: Any,
 ) -> dict[str, Any]:
-    """One assistant turn as an OpenAI chat.completion dict (message text or tool calls)."""
+    """One assistant turn as an OpenAI chat.completion dict (message text or tool calls).
+
+    The turn's text grows exactly as :func:`assistant_text` renders the finished message, so the
+    model's context while it writes a turn is the text it is shown for that turn afterwards (and the
+    text a model trained on :mod:`topoeval.training.sft_data` conversations learned).
+    """
     from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 
     limit = max_tokens or 256
@@ -81,38 +130,40 @@ def complete_with_tools(
     prompt = render_prompt(messages, tools or [])
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
-    def gen(text: str, n: int, grammar=None, stop=(END,)) -> dict[str, Any]:
+    def gen(text: str, n: int, grammar=None, stop=(END,)) -> str:
         n = max(1, min(n, limit - usage["completion_tokens"]))
         r = llama.create_completion(prompt=text, max_tokens=n, grammar=grammar, stop=list(stop), **common)
         usage["prompt_tokens"] = usage["prompt_tokens"] or r["usage"]["prompt_tokens"]
         usage["completion_tokens"] += r["usage"]["completion_tokens"]
-        return r["choices"][0]
+        return r["choices"][0]["text"]
 
     if not tools:
-        message = {"role": "assistant", "content": gen(prompt, limit)["text"].strip()}
+        message = {"role": "assistant", "content": gen(prompt, limit).strip()}
         return _response(message, usage, "stop")
 
     names = [t["function"]["name"] for t in tools]
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
-    choice = gen(prompt, 24, LlamaGrammar.from_string(_choice_grammar(names, allow_end=False), verbose=False), stop=())["text"]
-    if not choice.startswith("functions."):
-        text = gen(prompt + "message:\n", limit)["text"].strip()
+    choice = gen(prompt, 24, LlamaGrammar.from_string(_first_choice_grammar(names), verbose=False), stop=())
+    if not choice.startswith(CALL_PREFIX):
+        text = gen(prompt + MESSAGE_PREFIX, limit).strip()
         return _response({"role": "assistant", "content": text}, usage, "stop")
 
-    calls = []
-    while choice.startswith("functions.") and len(calls) < MAX_CALLS_PER_TURN and usage["completion_tokens"] < limit:
-        name = choice[len("functions."):].rstrip(":")
-        prompt += f"functions.{name}:\n"
+    calls: list[dict[str, Any]] = []
+    turn = ""  # the turn's text so far: what assistant_text renders for the calls made
+    while choice.startswith(CALL_PREFIX) and len(calls) < MAX_CALLS_PER_TURN and usage["completion_tokens"] < limit:
+        name = choice[len(CALL_PREFIX):].rstrip(":")
+        turn += (CALL_SEPARATOR if calls else "") + call_text(name, "")
         try:
             grammar = LlamaGrammar.from_json_schema(json.dumps(schemas[name]), verbose=False)
         except Exception:
             grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
-        args = gen(prompt, limit, grammar)["text"]
+        args = gen(prompt + turn, limit, grammar).strip()
         calls.append({"id": f"call_{len(calls)}", "type": "function", "function": {"name": name, "arguments": args}})
-        prompt += args + "\n"
+        turn += args
         if usage["completion_tokens"] >= limit:
             break
-        choice = gen(prompt, 24, LlamaGrammar.from_string(_choice_grammar(names, allow_end=True), verbose=False), stop=())["text"]
+        choice = gen(prompt + turn, 24, LlamaGrammar.from_string(_next_choice_grammar(names), verbose=False), stop=())
+        choice = choice[len(CALL_SEPARATOR):] if choice.startswith(CALL_SEPARATOR + CALL_PREFIX) else choice
     return _response({"role": "assistant", "content": None, "tool_calls": calls}, usage, "tool_calls")
 
 

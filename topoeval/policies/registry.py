@@ -5,6 +5,7 @@
 | ``oracle``, ``oracle-<flaw>``, ``oracle-quit-early``, ``noop``, ``random`` | reference policies |
 | ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in-process through llama-cpp-python |
 | ``smollm2-135m@server`` | the same model behind a llama.cpp server topoeval starts, reached through litellm |
+| ``smollm2-135m-wiki``, ``smollm2-135m-travel`` | the embedded model with a LoRA adapter trained on that topology (``adapters/``, ``make train``) |
 | ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in-process (llama-cpp-python) |
 | ``server:PATH`` | any GGUF file behind a llama.cpp server, through litellm |
 | ``hf:PATH`` or a folder with ``config.json`` | a Hugging Face checkpoint through transformers |
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from topoeval.core.errors import UserError
+from topoeval.models.adapters import is_adapter_model
 from topoeval.models.options import ModelOptions
 from topoeval.policies.oracle import VARIANTS
 from topoeval.core.policy import Policy
@@ -33,7 +35,7 @@ REFERENCE: dict[str, Callable[[], Policy]] = {
     "random": RandomPolicy,
 }
 EMBEDDED = "smollm2-135m"
-FORMS = f"{EMBEDDED}, provider/model (litellm), direct:NAME, gguf:PATH, server:PATH, hf:PATH"
+FORMS = f"{EMBEDDED}, {EMBEDDED}-wiki, {EMBEDDED}-travel, provider/model (litellm), direct:NAME, gguf:PATH, server:PATH, hf:PATH"
 
 
 def known_models() -> list[str]:
@@ -62,6 +64,12 @@ def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Poli
         from topoeval.models.llamacpp import LlamaCppPolicy
 
         return LlamaCppPolicy(path, options, name=spec)
+    if is_adapter_model(spec):
+        from topoeval.models.adapters import adapter_path
+        from topoeval.models.embedded import embedded_gguf
+        from topoeval.models.llamacpp import LlamaCppPolicy
+
+        return LlamaCppPolicy(embedded_gguf(), options, name=spec, lora_path=adapter_path(spec))
     if spec.startswith("gguf:") or spec.endswith(".gguf"):
         from topoeval.models.llamacpp import LlamaCppPolicy
 

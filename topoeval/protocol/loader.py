@@ -144,8 +144,14 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
 
 
 def protocol_hash(protocol: Protocol) -> str:
-    """sha256 of the validated protocol (formatting and comments do not count)."""
-    return hashlib.sha256(canonical_json(protocol.model_dump(mode="json")).encode()).hexdigest()
+    """sha256 of the validated protocol (formatting and comments do not count).
+
+    ``base_model`` does not count either: naming the model that ``vs_base`` compares against changes
+    no task and no episode (it is hashed as unset, so hashes from before a protocol named one stay valid).
+    """
+    dump = protocol.model_dump(mode="json")
+    dump["base_model"] = None
+    return hashlib.sha256(canonical_json(dump).encode()).hexdigest()
 
 
 def format_loc(loc: Loc) -> str:

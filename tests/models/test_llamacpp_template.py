@@ -1,0 +1,123 @@
+"""The training chat template renders exactly what the in-process llama.cpp backend sends, and the
+backend's generation writes exactly the assistant text the template labels."""
+
+import asyncio
+import json
+
+import pytest
+
+from topoeval.core.policy import SamplingParams
+from topoeval.models.llamacpp_format import for_chatml_function_calling
+from topoeval.models.llamacpp_template import chat_template, inference_text
+from topoeval.models.llamacpp_tools import END, assistant_text, complete_with_tools, render_prompt
+from topoeval.policies.reference import OraclePolicy
+from topoeval.runner.episode import run_episode
+from topoeval.training.export import select_tasks
+
+transformers = pytest.importorskip("transformers", reason="transformers is an optional extra (topoeval[hf])")
+
+GEN = "<|im_start|>assistant\n"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>")),
+                                  unk_token="<unk>")
+    tok.chat_template = chat_template()
+    return tok
+
+
+def oracle_conversations(protocol, topology, n):
+    sel = select_tasks(protocol, split="train", n=n, topology=topology)
+    tools = [t.openai() for t in sel.topology.suite.tools]
+    out = []
+    for task in sel.tasks:
+        rec = asyncio.run(run_episode(policy=OraclePolicy(), suite=sel.topology.suite, task=task,
+                                      system_prompt=sel.topology.system_prompt(), demos=[], limits=sel.protocol.limits,
+                                      sampling=SamplingParams(), sample=0, shots=0, labels={}))
+        out.append(([{"role": "system", "content": sel.topology.system_prompt()}, *rec["messages"]], tools))
+    return out
+
+
+CASES = [("wiki_to_travel", None, 6), ("wiki_to_travel", "travel", 6), ("wiki_to_travel_ladder", "travel-no-user", 3)]
+
+
+@pytest.mark.parametrize("protocol,topology,n", CASES)
+def test_every_turn_prompt_is_the_inference_prompt(tokenizer, protocol, topology, n):
+    for messages, tools in oracle_conversations(protocol, topology, n):
+        whole = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+        assert whole + GEN == inference_text(messages, tools)
+        for k, m in enumerate(messages):
+            if m["role"] == "assistant":  # the prompt the model answered at this turn
+                prompt = tokenizer.apply_chat_template(messages[:k], tools=tools, tokenize=False, add_generation_prompt=True)
+                assert prompt == inference_text(messages[:k], tools)
+                assert whole.startswith(prompt + assistant_text(m, True) + END)
+
+
+def test_edge_shapes_render_alike(tokenizer):
+    tools = [{"type": "function", "function": {"name": "look", "description": None,
+                                                "parameters": {"type": "object", "properties": {"q": {"type": "string", "description": "é"}}}}},
+             {"type": "function", "function": {"name": "bare"}}]
+    messages = [
+        {"role": "user", "content": "q"},  # no system message: the backend puts its default first
+        {"role": "assistant", "content": "thinking", "tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "look", "arguments": '{"q": "a"}'}},
+            {"id": "2", "type": "function", "function": {"name": "bare", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "1", "name": "look", "content": "A"},
+        {"role": "tool", "tool_call_id": "2", "name": None, "content": None},
+        {"role": "user", "content": "and?"},
+        {"role": "assistant", "content": ""},
+        {"role": "system", "content": "late system"},
+        {"role": "assistant", "content": None},
+    ]
+    for tl in (tools, []):
+        assert tokenizer.apply_chat_template(messages, tools=tl or None, tokenize=False,
+                                             add_generation_prompt=True) == inference_text(messages, tl)
+
+
+class ScriptedLlama:
+    """create_completion answers from a script; records every prompt it was given."""
+
+    def __init__(self, texts):
+        self.texts, self.prompts = list(texts), []
+
+    def create_completion(self, prompt, max_tokens, grammar=None, stop=(), **_):
+        self.prompts.append(prompt)
+        text = self.texts.pop(0)
+        return {"choices": [{"text": text}], "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+
+
+TOOLS = [{"type": "function", "function": {"name": "look", "description": "d",
+                                           "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+
+
+def test_generation_grows_the_turn_the_template_labels(tokenizer):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is an optional extra (topoeval[local])")
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    # two calls (the second after the model chose "\n" + its name), then the end of the turn
+    llama = ScriptedLlama(["functions.look:", '{"q": "a"}\n', "\nfunctions.look:", ' {"q": "b"}', END])
+    reply = complete_with_tools(llama, for_chatml_function_calling(history), TOOLS, max_tokens=100)
+    message = reply["choices"][0]["message"]
+    assert [c["function"]["arguments"] for c in message["tool_calls"]] == ['{"q": "a"}', '{"q": "b"}']
+    rendered = tokenizer.apply_chat_template([*history, message], tools=TOOLS, tokenize=False)
+    # the context when the model chose to end its turn is the rendered turn, up to its <|im_end|>
+    assert rendered.startswith(llama.prompts[-1] + END)
+    assert llama.prompts[-1] == render_prompt(for_chatml_function_calling(history), TOOLS) + assistant_text(message, True)
+    # a message turn: "message:" chosen, then its text
+    llama = ScriptedLlama(["message:", " Paris "])
+    message = complete_with_tools(llama, for_chatml_function_calling(history), TOOLS)["choices"][0]["message"]
+    assert message["content"] == "Paris"
+    rendered = tokenizer.apply_chat_template([*history, message], tools=TOOLS, tokenize=False)
+    assert rendered.startswith(llama.prompts[-1] + "Paris" + END)
+
+
+def test_choice_grammars_parse():
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is an optional extra (topoeval[local])")
+    from topoeval.models.llamacpp_tools import _first_choice_grammar, _next_choice_grammar
+
+    for g in (_first_choice_grammar(["look", 'odd"name']), _next_choice_grammar(["look", "b"])):
+        llama_cpp.llama_grammar.LlamaGrammar.from_string(g, verbose=False)
+    assert json.dumps("\nfunctions.look:") in _next_choice_grammar(["look"])

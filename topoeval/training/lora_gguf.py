@@ -1,0 +1,118 @@
+"""A PEFT LoRA adapter as a GGUF file llama.cpp loads (``Llama(..., lora_path=...)``).
+
+The conversion is llama.cpp's own ``convert_lora_to_gguf.py`` (with its ``conversion/`` package and
+``gguf-py``). llama-cpp-python's wheel does not carry it, its source distribution does (under
+``vendor/llama.cpp/``), so :func:`converter_dir` fetches the sdist of the *installed*
+llama-cpp-python version once with pip (``pip download --no-deps --no-binary llama-cpp-python``)
+and keeps just those files in the cache (``$TOPOEVAL_CACHE``, else ``$XDG_CACHE_HOME/topoeval``,
+else ``~/.cache/topoeval``; about 2 MB). ``make install`` does this, so a clean clone's tests and
+``make train`` have it; afterwards nothing needs the network.
+
+``python -m topoeval.training.lora_gguf --fetch`` fetches it (and prints where it is).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from topoeval.core.errors import UserError
+
+SCRIPT = "convert_lora_to_gguf.py"
+#: what the converter needs from the sdist's vendor/llama.cpp/
+CONVERTER_PARTS = (SCRIPT, "convert_hf_to_gguf.py", "conversion/", "gguf-py/")
+
+
+def cache_root() -> Path:
+    if os.environ.get("TOPOEVAL_CACHE"):
+        return Path(os.environ["TOPOEVAL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "topoeval"
+
+
+def llama_cpp_version() -> str:
+    try:
+        return version("llama-cpp-python")
+    except PackageNotFoundError:
+        raise UserError("the GGUF converter comes with llama-cpp-python's source: pip install 'topoeval[local]'") from None
+
+
+def converter_dir(fetch: bool = True) -> Path:
+    """The folder holding ``convert_lora_to_gguf.py`` for the installed llama-cpp-python (fetched once)."""
+    ver = llama_cpp_version()
+    folder = cache_root() / f"llama.cpp-{ver}"
+    if (folder / SCRIPT).is_file():
+        return folder
+    if not fetch:
+        raise UserError(f"llama.cpp's LoRA converter is not in {folder}; fetch it once (needs PyPI): "
+                        f"{sys.executable} -m topoeval.training.lora_gguf --fetch  (make install does this)")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
+             f"llama-cpp-python=={ver}", "-d", tmp],
+            capture_output=True, text=True)
+        sdists = list(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
+        if proc.returncode != 0 or not sdists:
+            last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
+            raise UserError(f"could not download llama-cpp-python=={ver}'s source for its GGUF converter ({last})")
+        staging = Path(tmp) / "llama.cpp"
+        _extract_converter(sdists[0], staging)
+        if folder.exists():  # another process won the race
+            return folder
+        staging.rename(folder)
+    return folder
+
+
+def _extract_converter(sdist: Path, dest: Path) -> None:
+    with tarfile.open(sdist) as tar:
+        members = []
+        for m in tar.getmembers():
+            parts = m.name.split("/", 3)  # llama_cpp_python-X/vendor/llama.cpp/<rest>
+            if len(parts) == 4 and parts[1:3] == ["vendor", "llama.cpp"] and (m.isfile() or m.isdir()):
+                rest = parts[3]
+                if any(rest == p or (p.endswith("/") and rest.startswith(p)) for p in CONVERTER_PARTS):
+                    m.name = rest
+                    members.append(m)
+        if not any(m.name == SCRIPT for m in members):
+            raise UserError(f"{sdist.name} has no vendor/llama.cpp/{SCRIPT}")
+        tar.extractall(dest, members=members, filter="data")
+
+
+def convert_adapter(adapter_dir: str | Path, base_config_dir: str | Path, out_file: str | Path,
+                    outtype: str = "f16") -> Path:
+    """Convert a PEFT adapter folder to one GGUF file; ``base_config_dir`` holds the base's config.json."""
+    script = converter_dir() / SCRIPT
+    out_file = Path(out_file)
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # the base config is local: never ask the Hub
+    proc = subprocess.run(
+        [sys.executable, str(script), "--base", str(base_config_dir), "--outtype", outtype, "--outfile", str(out_file),
+         str(adapter_dir)],
+        capture_output=True, text=True, env=env)
+    if proc.returncode != 0 or not out_file.is_file():
+        lines = [l for l in (proc.stderr + proc.stdout).strip().splitlines() if l.strip()]
+        raise UserError(f"convert_lora_to_gguf.py failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+    return out_file
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="llama.cpp's LoRA-to-GGUF converter for the installed llama-cpp-python")
+    parser.add_argument("--fetch", action="store_true", help="download it now if it is not cached")
+    args = parser.parse_args(argv)
+    try:
+        print(converter_dir(fetch=args.fetch))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
