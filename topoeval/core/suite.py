@@ -303,6 +303,12 @@ class Suite(ABC):
     def tasks(self, params: BaseModel, split: Split, seed: int, n: int) -> list[Task]:
         return [self.generate(params, split, seed, i) for i in range(n)]
 
+    def pool_size(self, params: BaseModel, split: Split) -> int | None:
+        """How many distinct tasks ``split`` holds under these parameters: None (the default) for a
+        generator, which draws as many as asked. A suite bridged from a fixed task set (AgentDojo)
+        returns its split's size, and a protocol asking for more is rejected when it loads."""
+        return None
+
     @abstractmethod
     def make_world(self, task: Task) -> World:
         """A fresh world for one episode of ``task``."""

@@ -100,6 +100,7 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
     entries += [(("test", i), t) for i, t in enumerate(protocol.test)]
     entries += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
     transforms = known_transforms()
+    sized: dict[Loc, tuple[Any, Any]] = {}  # loc -> (suite with its transforms, parsed params)
     for loc, topo in entries:
         if topo.suite is None:
             errors.append(((*loc, "suite"), "missing: every topology names its suite"))
@@ -130,7 +131,11 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                     try:
                         transformed.parse_params(topo.params)
                     except ValidationError as exc:
+                        params_ok = False
                         errors += [((*loc, "params", *e["loc"]), f"with the transforms: {_message(e)}") for e in exc.errors()]
+                if params_ok:
+                    sized[loc] = (transformed, transformed.parse_params(topo.params))
+    errors += _pool_errors(protocol, sized)
 
     biggest = max(protocol.baselines.shots)
     if biggest > protocol.tasks.fewshot.n:
@@ -140,6 +145,52 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                 f"asks for {biggest} demonstrations but tasks.fewshot.n is {protocol.tasks.fewshot.n}",
             )
         )
+    return errors
+
+
+def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[tuple[Loc, str]]:
+    """Task counts above what a split holds, for suites with a fixed set of tasks (``pool_size``;
+    a generator has no limit)."""
+    errors: list[tuple[Loc, str]] = []
+    failed: set[Loc] = set()
+
+    def size(loc: Loc, split: str) -> int | None:
+        suite, params = sized[loc]
+        if loc in failed:
+            return None
+        try:
+            return suite.pool_size(params, split)
+        except UserError as exc:  # e.g. the suite's optional dependency is missing: said once
+            failed.add(loc)
+            if all(str(exc) != msg for _, msg in errors):
+                errors.append(((*loc, "suite"), str(exc)))
+            return None
+
+    def label(topo: Any) -> str:
+        return f"'{topo.name}' ({topo.suite})"
+
+    tests = [(("test", i), t) for i, t in enumerate(protocol.test)]
+    tests += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
+    tests = [(loc, t) for loc, t in tests if loc in sized]
+    for loc, topo in tests:
+        n = topo.n_tasks if topo.n_tasks is not None else protocol.tasks.test.n
+        pool = size(loc, "test")
+        if pool is not None and n > pool:
+            where, what = ((*loc, "n_tasks"), f"n_tasks is {n}") if topo.n_tasks is not None else (loc, f"tasks.test.n is {n}")
+            errors.append((where, f"{what} but the test split of {label(topo)} holds {pool} tasks"))
+    if max(protocol.baselines.shots) > 0:
+        donors = tests if protocol.baselines.demos_from == "target" else [(("train",), protocol.train)]
+        for loc, topo in donors:
+            pool = size(loc, "fewshot") if loc in sized else None
+            if pool is not None and protocol.tasks.fewshot.n > pool:
+                errors.append((("tasks", "fewshot", "n"), f"tasks.fewshot.n is {protocol.tasks.fewshot.n} but the "
+                               f"fewshot split of {label(topo)}, where demonstrations come from, holds {pool} tasks"))
+    for split in ("train", "dev"):
+        spec = getattr(protocol.tasks, split)
+        pool = size(("train",), split) if spec is not None and ("train",) in sized else None
+        if pool is not None and spec.n > pool:
+            errors.append((("tasks", split, "n"), f"tasks.{split}.n is {spec.n} but the {split} split of the train "
+                           f"topology {label(protocol.train)} holds {pool} tasks"))
     return errors
 
 

@@ -59,6 +59,9 @@ class SuiteView(Suite):
     def generate(self, params, split, seed, index) -> Task:
         return self.inner.generate(params, split, seed, index)
 
+    def pool_size(self, params: BaseModel, split) -> int | None:
+        return self.inner.pool_size(params, split)
+
     def make_world(self, task: Task) -> World:
         return self.inner.make_world(task)
 

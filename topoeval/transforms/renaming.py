@@ -139,6 +139,9 @@ class TransformedSuite(Suite):
     def generate(self, params, split, seed, index) -> Task:
         return self._map_task(self.inner.generate(params, split, seed, index), to_outer=True)
 
+    def pool_size(self, params: BaseModel, split) -> int | None:
+        return self.inner.pool_size(params, split)
+
     def make_world(self, task: Task) -> World:
         return _TransformedWorld(self, self.inner.make_world(self._map_task(task, to_outer=False)))
 
