@@ -98,6 +98,9 @@ def test_a_void_flaw_is_unchecked_not_passed(ood_cell):
 
     flat = {**ood_cell, "topology": {**ood_cell["topology"], "ordering": "flat"}}
     assert void_flaws(ood_cell) == [] and void_flaws(flat) == ["oracle-no-priority"]
+    # with no user there is nobody to ask, and nobody to confirm a commitment with
+    alone = {**ood_cell, "topology": {**ood_cell["topology"], "user": "none"}}
+    assert void_flaws(alone) == ["oracle-no-ask", "oracle-reckless"]
     assert "priority" in unchecked(flat) and "priority" not in unchecked(ood_cell)
     # void only excuses the flaw's own drop: a flaw that moves another dimension still misses the bar
     moved = {**flat, "cells": {**flat["cells"], "oracle-no-priority": {

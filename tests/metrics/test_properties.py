@@ -30,7 +30,7 @@ GENERATED = ("wiki", "travel")
 TRANSFORMS = [("rename_tools", {"seed": 1}), ("rename_args", {"seed": 1}), ("distractor_tools", {"n": 2}),
               ("batch_api", {}), ("no_batch", {}), ("hide_slots", {"slots": ["dates"]}),
               ("hide_slots", {"slots": ["budget", "airline"]}), ("shuffle_priority", {"seed": 1}),
-              ("merge_hold_pay", {}), ("refundable", {})]
+              ("merge_hold_pay", {}), ("refundable", {}), ("split_instructions", {})]
 #: travel under rename_tools: the world's commit events keep the inner tool name ("pay") while the
 #: task's commit targets are renamed, so the oracle's risk reads 0. A bug of the renaming transform.
 KNOWN_RENAME_RISK_BUG = {"travel+rename_tools"}

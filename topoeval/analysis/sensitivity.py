@@ -44,8 +44,10 @@ FLAWS = {
 }
 #: A flaw that is no flaw on a topology with this axis value: there the flawed oracle *is* the oracle
 #: for its dimension (a flat ordering is what oracle-no-priority follows), so the drop cannot show.
-VOID_WHEN = {"oracle-no-ask": ("user", "none"), "oracle-reckless": ("reversibility", "all_reversible"),
-             "oracle-no-priority": ("ordering", "flat")}
+#: (Committing without confirmation is no flaw when nothing is irreversible, or when there is no user to ask.)
+VOID_WHEN = {"oracle-no-ask": [("user", "none")],
+             "oracle-reckless": [("reversibility", "all_reversible"), ("user", "none")],
+             "oracle-no-priority": [("ordering", "flat")]}
 QUIT_EARLY = "oracle-quit-early"
 POLICIES = ("oracle", "noop", "random", *FLAWS, QUIT_EARLY)
 COLUMNS = ("success", *DIMENSIONS, "dq", "coverage")
@@ -175,7 +177,13 @@ def bar_violations(matrix: dict[str, Any]) -> list[str]:
 def void_flaws(matrix: dict[str, Any]) -> list[str]:
     """Flawed oracles whose flaw the target's topology makes void (see ``VOID_WHEN``)."""
     axes = matrix.get("topology") or {}
-    return [p for p, (axis, value) in VOID_WHEN.items() if axes.get(axis) == value]
+    return [p for p, conditions in VOID_WHEN.items() if any(axes.get(axis) == value for axis, value in conditions)]
+
+
+def void_reason(matrix: dict[str, Any], policy: str) -> str:
+    """Why ``policy``'s flaw is void on the target, e.g. 'ordering flat'."""
+    axes = matrix.get("topology") or {}
+    return " and ".join(f"{axis} {value}" for axis, value in VOID_WHEN[policy] if axes.get(axis) == value)
 
 
 def unchecked(matrix: dict[str, Any]) -> list[str]:

@@ -51,7 +51,7 @@ class QuitEarlyPolicy(Policy):
     concurrency = 64
 
     async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
-        messages = episode_messages(messages)
+        messages = episode_messages(messages, ctx.task.prompt)
         made = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
         budget = max(1, len(ctx.task.gold) // 2)
         step = ctx.suite.oracle(ctx.task, messages, "oracle")

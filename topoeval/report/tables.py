@@ -78,7 +78,7 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
 def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) -> None:
     from rich.table import Table
 
-    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, QUIT_EARLY, VOID_WHEN, unchecked, void_flaws
+    from topoeval.analysis.sensitivity import COLUMNS, FLAWS, QUIT_EARLY, unchecked, void_flaws, void_reason
 
     table = Table(title=f"sensitivity matrix: {matrix['target']} ({matrix['tasks']} tasks; "
                         "mean over tasks where the metric applies, n)")
@@ -96,8 +96,7 @@ def print_sensitivity(matrix: dict[str, Any], violations: list[str], console) ->
     if empty:
         console.print(f"cannot check {', '.join(empty)}: no task of this sample gives it a meaning")
     for dim in (d for d in blind if d not in empty):
-        axis, value = VOID_WHEN[void[dim]]
-        console.print(f"cannot check {dim}: with {axis} {value}, {void[dim]} is no flaw")
+        console.print(f"cannot check {dim}: with {void_reason(matrix, void[dim])}, {void[dim]} is no flaw")
     if violations:
         console.print(f"[red]bar missed on {matrix['target']}:[/red]")
         for v in violations:
