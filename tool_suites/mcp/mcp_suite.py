@@ -1,0 +1,212 @@
+"""The ``mcp`` suite: any MCP server's tools as a topology.
+
+A topology names a server (a stdio command, or an in-process factory), a task file and an
+annotation overlay (:mod:`.params`). Tools and their annotations come from the server's own
+listing, mapped and overlaid (:mod:`.annotations`); the topology descriptor is derived from them
+and from the tasks. Every episode gets a fresh scratch folder built from its task's fixture and a
+fresh server on it (:mod:`.world`); concurrent episodes never share one. Tasks come from the file
+in file order, per split; a topology asking for more tasks than a split holds gets all of them.
+
+Subclass :class:`McpSuite` and set ``default_params`` to give another server its own suite name
+(a suite folder or an entry point): transforms that read a suite's tool list before its parameters
+(``rename_tools``, ``rename_args``, ``batch_api``) then see that server's tools.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from topoeval.core.errors import UserError
+from topoeval.core.gold import critical_path, dag_width
+from topoeval.core.messages import AssistantMessage
+from topoeval.core.suite import (
+    Effect, Split, Suite, SuiteManifest, Task, ToolSpec, TopologyDescriptor, World, WorldError, task_id, task_seed,
+)
+
+from . import oracle as oracles
+from .annotations import ASK_USER, tool_specs
+from .connection import McpConnection
+from .params import McpParams
+from .taskfile import Check, answer_ok, build_fixture
+from .world import McpWorld, commit_object
+
+_LISTINGS: dict[str, list[Any]] = {}
+
+
+def list_server_tools(params: McpParams) -> list[Any]:
+    """The server's tool listing (``mcp.types.Tool``), from one probe start on the first task's
+    fixture; cached per server and task file for the life of the process."""
+    key = json.dumps([params.server.model_dump(mode="json"), params.tasks], sort_keys=True)
+    if key not in _LISTINGS:
+        tf = params.task_file()
+        root = Path(tempfile.mkdtemp(prefix="topoeval-mcp-probe-"))
+        try:
+            workdir = root / "work"
+            workdir.mkdir()
+            steps = [s.model_dump(exclude_none=True) for s in tf.fixture_steps(tf.tasks[0].fixture)]
+            try:
+                build_fixture(steps, workdir, tf.env)
+            except RuntimeError as exc:
+                raise UserError(f"{params.tasks}: task '{tf.tasks[0].name}': {exc}") from None
+            try:
+                conn = McpConnection(params.server.target(workdir), describe=params.server.describe(),
+                                     timeout_s=params.server.timeout_s, startup_timeout_s=params.server.startup_timeout_s,
+                                     errlog=root / "server.log")
+            except WorldError as exc:
+                raise UserError(f"cannot list the tools: {exc}") from None
+            conn.close()
+            _LISTINGS[key] = conn.tools
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return _LISTINGS[key]
+
+
+class McpSuite(Suite):
+    """See the module docstring."""
+
+    Params = McpParams
+    #: Parameters of a topology that gives none (empty: the shipped mcp-server-git example).
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, manifest: SuiteManifest, folder: str | None = None):
+        self._derived: SuiteManifest | None = None
+        super().__init__(manifest, folder)
+
+    # The manifest's tools and topology are those of the default parameters, listed on first use
+    # (so `topoeval suites` shows them); without the MCP SDK, or when that server cannot start,
+    # the declared (empty) manifest stands.
+    @property
+    def manifest(self) -> SuiteManifest:
+        if self._derived is None:
+            self._derived = self._declared
+            try:
+                params = self.parse_params(self.default_params)
+                self._derived = self._declared.model_copy(
+                    update={"tools": self.tools_for(params), "topology": self.topology_for(params)})
+            except (UserError, ValueError, ValidationError):
+                pass
+        return self._derived
+
+    @manifest.setter
+    def manifest(self, value: SuiteManifest) -> None:
+        self._declared, self._derived = value, None
+
+    @property
+    def name(self) -> str:
+        return self._declared.name
+
+    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
+        return McpParams.model_validate(params or self.default_params)
+
+    # -- tools and topology --------------------------------------------------------------
+    def _annotated(self, params: McpParams) -> tuple[list[ToolSpec], dict[str, str], dict[str, list[str]]]:
+        """(tool specs, object argument per tool, bound arguments per tool)."""
+        listing = list_server_tools(params)
+        overlay = params.overlay_file()
+        tf = params.task_file()
+        specs, objects = tool_specs(listing, overlay, source=params.tasks,
+                                    with_user=any(t.hidden for t in tf.tasks) or any(
+                                        (overlay.tools.get(t.name) and overlay.tools[t.name].needs_confirmation)
+                                        for t in listing))
+        bind = {t.name: sorted(set(overlay.bind) & set((t.input_schema or {}).get("properties") or {})) for t in listing}
+        return specs, objects, bind
+
+    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+        assert isinstance(params, McpParams)
+        return self._annotated(params)[0]
+
+    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+        """Derived: state and reversibility from the tools' effects, the user from hidden slots, the
+        dependency shape from the gold plans, distractors = tools no gold plan uses."""
+        assert isinstance(params, McpParams)
+        tools = self.tools_for(params)
+        tf = params.task_file()
+        golds = [t.gold for t in tf.tasks if t.gold]
+        deep = any(critical_path(g) >= 2 for g in golds)
+        wide = any(dag_width(g) >= 2 for g in golds)
+        used = {c.tool for g in golds for c in g}
+        derived = {
+            "state": "stateful" if any(t.effect != Effect.read for t in tools) else "stateless",
+            "reversibility": "some_irreversible" if any(t.effect == Effect.irreversible for t in tools) else "all_reversible",
+            "user": "hidden_slots" if any(t.hidden for t in tf.tasks) else "none",
+            "ordering": "flat",
+            "dependency": "mixed" if deep and wide else ("serial" if deep else "independent"),
+            "schema_name": f"mcp-{tf.name}",
+            "answer_channel": "state" if any(t.checks for t in tf.tasks) else "text",
+            "distractor_tools": sum(1 for t in tools if t.name not in used and not t.user_channel),
+        }
+        return TopologyDescriptor.model_validate({**derived, **params.overlay_file().topology})
+
+    def system_prompt(self, params: BaseModel) -> str:
+        text = super().system_prompt(params)
+        if any(t.name == ASK_USER for t in self.tools_for(params)):
+            text += (" Ask the user (ask_user) for details only they know. Before an action that needs the user's"
+                     " confirmation, ask them to confirm it and quote exactly what you will do.")
+        return text
+
+    # -- tasks ---------------------------------------------------------------------------
+    def tasks(self, params: BaseModel, split: Split, seed: int, n: int) -> list[Task]:
+        assert isinstance(params, McpParams)
+        return [self.generate(params, split, seed, i) for i in range(min(n, len(params.task_file().split(split))))]
+
+    def generate(self, params: BaseModel, split: Split, seed: int, index: int) -> Task:
+        """Task ``index`` of ``split`` in file order (``seed`` only enters the task id)."""
+        assert isinstance(params, McpParams)
+        tf = params.task_file()
+        pool = tf.split(split)
+        if not 0 <= index < len(pool):
+            raise UserError(f"{params.tasks}: the {split} split has {len(pool)} tasks, task {index} was asked for")
+        spec = pool[index]
+        tools, objects, bind = self._annotated(params)
+        irreversible = [t.name for t in tools if t.effect == Effect.irreversible]
+        targets: dict[str, list[str]] = {}
+        for g in spec.gold:
+            if g.tool in irreversible:
+                targets.setdefault(g.tool, []).append(commit_object(g.tool, g.arguments, objects.get(g.tool)))
+        overlay = params.overlay_file()
+        s = task_seed(self.name, params, split, seed, index)
+        return Task(
+            id=task_id(self.name, split, index, s), suite=self.name, split=split, index=index, family=spec.family,
+            prompt=spec.instruction,
+            answer=spec.answer if spec.answer is not None else ("; ".join(spec.answer_contains) or None),
+            answer_aliases=spec.answer_aliases,
+            hidden_slots={k: v.value for k, v in spec.hidden.items()},
+            gold=spec.gold, irreversible_tools=irreversible, commit_targets=targets,
+            data={
+                "name": spec.name, "file": tf.name,
+                "server": params.server.model_dump(mode="json"),
+                "fixture": [s.model_dump(exclude_none=True) for s in tf.fixture_steps(spec.fixture)],
+                "env": tf.env, "state": tf.state,
+                "checks": [c.model_dump(exclude_defaults=True) for c in spec.checks],
+                "answer": spec.answer, "answer_aliases": spec.answer_aliases, "answer_contains": spec.answer_contains,
+                "final": spec.final,
+                "slots": {k: v.model_dump() for k, v in spec.hidden.items()},
+                "targets": targets,
+                "bind": overlay.bind,
+                "tools": {t.name: {"effect": t.effect.value, "object": objects.get(t.name), "bind": bind.get(t.name, []),
+                                   "user_channel": t.user_channel} for t in tools},
+            },
+        )
+
+    # -- episodes ------------------------------------------------------------------------
+    def make_world(self, task: Task) -> World:
+        return McpWorld(task.data)
+
+    def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
+        """success: every check passes and the answer (if any) is right; partial: the share of those."""
+        assert isinstance(world, McpWorld)
+        d = task.data
+        results = [world.check(Check.model_validate(c))[0] for c in d["checks"]]
+        if d["answer"] is not None or d["answer_contains"]:
+            results.append(answer_ok(final_answer, d["answer"], d["answer_aliases"], d["answer_contains"]))
+        return {"success": float(all(results)), "partial": sum(results) / len(results)}
+
+    def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
+        """Reference policies: see :mod:`.oracle`."""
+        return oracles.next_message(task, messages, variant)

@@ -1,0 +1,140 @@
+"""The parameters of an ``mcp`` topology: which server, which task file, which overlay.
+
+Relative paths are looked up in the current folder, then the repository root, then this suite's
+folder (where the shipped example lives). With no parameters at all the topology is the shipped
+example: ``mcp-server-git`` served in-process on ``git/tasks.yaml`` with ``git/overlay.yaml``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+
+from topoeval.core.errors import UserError
+
+from .annotations import Overlay, load_overlay
+from .taskfile import TaskFile, load_task_file
+
+SUITE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = SUITE_DIR.parents[1]
+EXAMPLE = {
+    "server": {"object": "mcp_server_git.server:create_server", "kwargs": {"repository": "{workdir}"}},
+    "tasks": "git/tasks.yaml",
+    "overlay": "git/overlay.yaml",
+}
+
+
+class ServerSpec(BaseModel):
+    """How to start a fresh server for one episode: a stdio command, or an in-process factory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] | None = Field(
+        default=None, min_length=1,
+        description="Command of a stdio server; '{python}' is this interpreter, '{workdir}' the episode's scratch folder.",
+    )
+    object: str | None = Field(
+        default=None, description="'module:function' returning a fresh in-process server (an mcp Server or MCPServer).")
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keyword arguments of the factory: '{workdir}' in strings is substituted; a value that is exactly "
+        "'{workdir}' is passed as a pathlib.Path.",
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment of a stdio server.")
+    timeout_s: PositiveFloat = Field(default=30.0, description="Seconds one tool call may take.")
+    startup_timeout_s: PositiveFloat = Field(default=60.0, description="Seconds the server may take to start.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ServerSpec":
+        if (self.command is None) == (self.object is None):
+            raise ValueError("give exactly one of 'command' (a stdio server) or 'object' (an in-process factory)")
+        if self.object is not None and ":" not in self.object:
+            raise ValueError(f"object '{self.object}' must be 'module:function'")
+        return self
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command else "in-process"
+
+    def describe(self) -> str:
+        return f"MCP server '{' '.join(self.command)}'" if self.command else f"in-process MCP server {self.object}"
+
+    def target(self, workdir: Path) -> Any:
+        """What ``mcp.Client`` takes for one episode whose scratch folder is ``workdir``."""
+        from mcp import StdioServerParameters
+        from mcp.server.lowlevel import Server
+        from mcp.server.mcpserver import MCPServer
+
+        from .taskfile import substitute
+
+        if self.command:
+            argv = [sys.executable if a == "{python}" else substitute(a, str(workdir)) for a in self.command]
+            return StdioServerParameters(command=argv[0], args=argv[1:], env=substitute(self.env, str(workdir)),
+                                         cwd=str(workdir))
+        module, _, name = self.object.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise UserError(f"MCP server object '{self.object}' cannot be loaded: {exc}") from None
+        if isinstance(factory, (Server, MCPServer)):
+            raise UserError(f"'{self.object}' is a server instance: episodes must not share a server; "
+                            "name a function that returns a fresh one")
+        kwargs = {k: workdir if v == "{workdir}" else substitute(v, str(workdir)) for k, v in self.kwargs.items()}
+        root = logging.getLogger()
+        level, handlers = root.level, list(root.handlers)
+        try:
+            server = factory(**kwargs)
+        finally:  # MCPServer() configures the root logger (INFO, a rich handler): not in our process
+            root.setLevel(level)
+            root.handlers[:] = handlers
+        if not isinstance(server, (Server, MCPServer)):
+            raise UserError(f"'{self.object}' returned {type(server).__name__}, not an mcp Server or MCPServer")
+        return server
+
+
+def find_file(given: str) -> Path:
+    """A parameter path: absolute, or relative to the current folder, the repository, or this suite."""
+    p = Path(given)
+    for candidate in ([p] if p.is_absolute() else [Path.cwd() / p, REPO_ROOT / p, SUITE_DIR / p]):
+        if candidate.is_file():
+            return candidate
+    raise ValueError(f"no such file: {given}")
+
+
+class McpParams(BaseModel):
+    """Parameters of an ``mcp`` topology (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server: ServerSpec = Field(description="The server started fresh for every episode.")
+    tasks: str = Field(description="Task file (YAML, or JSON Lines of tasks).")
+    overlay: str | None = Field(default=None, description="Annotation overlay (YAML).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _example_by_default(cls, raw: Any) -> Any:
+        if not raw:
+            return dict(EXAMPLE)
+        if isinstance(raw, dict) and "server" in raw and "tasks" not in raw:
+            raise ValueError("'tasks' is required with 'server' (the task file for that server)")
+        if isinstance(raw, dict) and "server" not in raw:
+            raise ValueError("'server' is required (a stdio command or an in-process factory)")
+        return raw
+
+    @model_validator(mode="after")
+    def _files_readable(self) -> "McpParams":
+        load_task_file(find_file(self.tasks))
+        if self.overlay is not None:
+            load_overlay(find_file(self.overlay))
+        return self
+
+    def task_file(self) -> TaskFile:
+        return load_task_file(find_file(self.tasks))
+
+    def overlay_file(self) -> Overlay:
+        return load_overlay(find_file(self.overlay) if self.overlay else None)
