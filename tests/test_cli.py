@@ -57,7 +57,7 @@ def test_protocols_lists_shipped(topoeval_cmd):
 # Usage errors: typer's own message (usage line, help hint, "Error: ..."), exit 2, never a traceback.
 # Run under the lowest and the newest typer that pyproject admits (see the comment on its typer pin).
 USAGE_ERRORS = [  # (arguments, words of the "Error: ..." line; click's wording varies between versions)
-    (["run", "wiki_hops", "-m", "oracle", "--shard", "0/3"], ("No such option", "--shard")),
+    (["run", "wiki_hops", "-m", "oracle", "--shards-of", "0/3"], ("No such option", "--shards-of")),
     (["run"], ("Missing argument", "PROTOCOL")),
     (["bogus"], ("No such command", "bogus")),
     (["run", "wiki_hops", "-m", "oracle", "--tasks", "0"], ("Invalid value", "--tasks")),

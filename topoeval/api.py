@@ -18,10 +18,10 @@ from topoeval.core.policy import Policy
 from topoeval.models.options import ModelOptions
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
-from topoeval.runner.run import ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
+from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
 from topoeval.runner.store import write_json
 
-__all__ = ["RunResult", "run_protocol", "arun_protocol", "summarise_run", "ContaminationWarning"]
+__all__ = ["RunResult", "run_protocol", "arun_protocol", "summarise_run", "ContaminationWarning", "BackendWarning"]
 
 
 @dataclass
@@ -74,6 +74,12 @@ def run_protocol(
     ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     ``trained_on``: ``topoeval export`` folders the models were trained on; evaluated tasks found in
     them raise a :class:`ContaminationWarning` and are counted in run.json.
+
+    Before any episode, each model with episodes to run answers one cheap preflight request:
+    rejected credentials or an unknown model raise :class:`topoeval.core.errors.UserError` (one line
+    naming the model and the fix); a failure retrying may fix raises a :class:`BackendWarning` and
+    the run goes on. Episodes whose backend still fails end in ``error``: they are left out of every
+    statistic (``RunResult.errors``, the cells' ``n_errors``), and the next run retries them.
     """
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(arun_protocol(

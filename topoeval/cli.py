@@ -18,6 +18,9 @@ app = typer.Typer(
     help="Measure how an agent trained on one tool topology generalises to another.",
 )
 
+#: `topoeval run`'s exit code when episodes are left in error (docs/cli.md lists every exit code).
+EXIT_EPISODE_ERRORS = 3
+
 SuitesDir = Annotated[
     Optional[list[Path]], typer.Option("--suites-dir", help="Extra folder(s) of suites (each a folder with suite.yaml).")
 ]
@@ -57,7 +60,7 @@ def run(
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
     from topoeval.models.options import ModelOptions
     from topoeval.report.tables import print_success_table
-    from topoeval.api import ContaminationWarning, run_protocol
+    from topoeval.api import BackendWarning, ContaminationWarning, run_protocol
 
     if tool_mode not in ("auto", "native", "prompt"):
         raise UserError(f"--tool-mode must be auto, native or prompt, not '{tool_mode}'")
@@ -70,6 +73,7 @@ def run(
                            top_p=top_p, timeout_s=timeout, max_retries=max_retries)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ContaminationWarning)
+        warnings.simplefilter("always", BackendWarning)
         result = run_protocol(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
             suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
@@ -83,6 +87,10 @@ def run(
         + (f", {result.errors} with errors" if result.errors else "") + ")"
     )
     print_success_table(result.summary, console)
+    if result.errors:
+        typer.echo(f"{result.errors} episode(s) ended in error (the backend failed, not the model): left out of the "
+                   "scores, their cells marked incomplete; run the same command again to retry them", err=True)
+        raise typer.Exit(EXIT_EPISODE_ERRORS)
 
 
 @app.command()

@@ -1,7 +1,9 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for the backend tests.
 
 It plays one scripted behaviour per task (chosen by the task's prompt): good tool calls,
-malformed ones, 429 with Retry-After, 500s, stalls, and a server that never recovers. It runs
+malformed ones, 429 with Retry-After, 500s, stalls, and a server that never recovers. Whole-server
+faults: ``status_all`` answers every request with that HTTP status (401 rejected key, 500 down),
+``served_model`` answers 404 for any other model name, as OpenAI and vLLM do. It runs
 aiohttp in a background thread with its own event loop; nothing leaves the machine.
 """
 
@@ -36,8 +38,11 @@ def _message(calls=None, content=None, prompt_mode=False):
 
 
 class ScriptedServer:
-    def __init__(self, modes_by_prompt: dict[str, str], stall_s: float = 3.0):
+    def __init__(self, modes_by_prompt: dict[str, str], stall_s: float = 3.0, *, status_all: int | None = None,
+                 served_model: str | None = None):
         self.modes = modes_by_prompt
+        self.status_all = status_all
+        self.served_model = served_model
         self.stall_s = stall_s
         self.requests = 0
         self.prompt_mode_requests = 0
@@ -74,6 +79,14 @@ class ScriptedServer:
     async def _chat(self, request: web.Request) -> web.Response:
         self.requests += 1
         body = await request.json()
+        if self.status_all == 401:
+            return web.json_response({"error": {"message": "Incorrect API key provided: sk-test.",
+                                                "type": "invalid_request_error", "code": "invalid_api_key"}}, status=401)
+        if self.status_all is not None:
+            return web.json_response({"error": {"message": "the server is down"}}, status=self.status_all)
+        if self.served_model is not None and body["model"] != self.served_model:
+            return web.json_response({"error": {"message": f"The model `{body['model']}` does not exist.",
+                                                "type": "invalid_request_error", "code": "model_not_found"}}, status=404)
         messages = body["messages"]
         prompt_mode = "tools" not in body
         self.prompt_mode_requests += prompt_mode

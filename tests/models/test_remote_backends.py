@@ -72,9 +72,9 @@ def test_responses_are_cached_so_a_rerun_never_pays_twice(tmp_path, scripted, fi
     (out / "episodes.jsonl").unlink()  # lose every episode, keep the cache
     again = topoeval.run_protocol(proto, ["direct:scripted"], out, suites_dirs=[fixture_suites], model_options=options(server))
     assert again.new_episodes == 2 * N_TASKS
-    # only the never-answered always_500 requests go out again
+    # only the preflight request and the never-answered always_500 requests go out again
     failing = sum(1 for m in modes.values() if m == "always_500")
-    assert server.requests - paid == 2 * failing * (options(server).max_retries + 1)
+    assert server.requests - paid == 1 + 2 * failing * (options(server).max_retries + 1)
 
 
 def test_prompt_tool_mode_through_litellm(tmp_path, scripted, fixture_suites):

@@ -65,10 +65,47 @@ def test_parse_retry_after():
 
 
 def test_litellm_errors_are_classified():
+    from topoeval.core.policy import ContextLimitError
     from topoeval.models.litellm_backend import _classify, import_litellm
+    from topoeval.models.retry import PermanentError
 
     litellm = import_litellm()
     rate = litellm.RateLimitError("slow", llm_provider="openai", model="m")
     assert isinstance(_classify(rate), TransientError)
-    auth = litellm.AuthenticationError("no", llm_provider="openai", model="m")
-    assert _classify(auth) is auth
+    assert isinstance(_classify(litellm.InternalServerError("boom", llm_provider="openai", model="m")), TransientError)
+    for exc, status in ((litellm.AuthenticationError("no", llm_provider="openai", model="m"), 401),
+                        (litellm.PermissionDeniedError("no", llm_provider="openai", model="m",
+                                                       response=_response(403)), 403),
+                        (litellm.NotFoundError("no such model", llm_provider="openai", model="m"), 404),
+                        (litellm.BadRequestError("bad", llm_provider="openai", model="m"), 400)):
+        classified = _classify(exc, lambda: "set OPENAI_API_KEY or pass --api-key")
+        assert isinstance(classified, PermanentError) and classified.status == status, exc
+        assert classified.fix
+    # litellm reports a missing key as a 500: still nothing a retry can fix
+    missing = litellm.InternalServerError("OpenAIException - Missing credentials. Please pass an `api_key`",
+                                          llm_provider="openai", model="m")
+    classified = _classify(missing, lambda: "set OPENAI_API_KEY or pass --api-key")
+    assert isinstance(classified, PermanentError) and "OPENAI_API_KEY" in classified.fix
+    window = litellm.ContextWindowExceededError("This model's maximum context length is 8192 tokens",
+                                                llm_provider="openai", model="m")
+    assert isinstance(_classify(window), ContextLimitError)
+
+
+def _response(status):
+    import httpx
+
+    return httpx.Response(status, request=httpx.Request("POST", "http://127.0.0.1/v1/chat/completions"))
+
+
+def test_non_retryable_errors_are_raised_after_one_attempt(monkeypatch):
+    from topoeval.models.retry import PermanentError
+
+    calls = {"n": 0}
+
+    async def refused():
+        calls["n"] += 1
+        raise PermanentError("the credentials were rejected (HTTP 401)", status=401, fix="pass --api-key")
+
+    with pytest.raises(PermanentError):
+        asyncio.run(with_retries(refused, max_retries=5, max_backoff_s=1))
+    assert calls["n"] == 1

@@ -28,7 +28,7 @@ def test_run_writes_run_json_summary_and_episodes(tmp_path, echo_protocol, fixtu
         assert key in meta
     assert meta["models"] == ["oracle", "noop"] and meta["ended"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema"] == 2 and summary["protocol"] == "echo_proto"
+    assert summary["schema"] == 3 and summary["protocol"] == "echo_proto"
     cell = res.cell("oracle", "echo-b")
     assert cell["role"] == "ood" and cell["n_tasks"] == 4 and cell["n_episodes"] == 8
     success = cell["metrics"]["success"]
@@ -110,10 +110,57 @@ def test_malformed_calls_and_backend_failures_are_recorded(tmp_path, echo_protoc
     assert cell["metrics"]["invalid_calls"]["mean"] == 3.0
     assert cell["metrics"]["tool_errors"]["mean"] == 1.0
     boom = res.cell("exploding", "echo-a")
-    assert boom["status"] == {"error": 2} and boom["metrics"]["success"]["mean"] == 0.0
+    # a backend failure is infrastructure, not the model's answer: counted, never scored
+    assert boom["status"] == {"error": 2} and boom["n_errors"] == 2 and boom["incomplete"]
+    assert boom["metrics"] == {} and boom["episode_ids"] == [] and len(boom["error_episode_ids"]) == 2
+    assert boom["ties"] == [] and not cell["incomplete"] and cell["n_errors"] == 0
     errs = [r for r in lines(out) if r["model"] == "exploding"]
     assert all("ConnectionError: server went away" in r["errors"][0] for r in errs)
     assert res.errors == 4
+
+
+class Flaky(Policy):
+    """The oracle behind a backend that fails for the tasks in ``down`` (odd task indices by default)."""
+
+    name = "flaky"
+
+    def __init__(self, down=lambda task_id: int(task_id.split("/")[-1].split("-")[0]) % 2 == 1):
+        from topoeval.policies.reference import OraclePolicy
+
+        self.down, self.oracle = down, OraclePolicy()
+
+    async def act(self, messages, tools, sampling, ctx):
+        if self.down(ctx.task.id):
+            raise ConnectionError("backend down")
+        return await self.oracle.act(messages, tools, sampling, ctx)
+
+
+def test_errored_episodes_are_left_out_of_the_scores_and_rerun(tmp_path, echo_protocol, fixture_suites):
+    from topoeval.runner.store import EpisodeStore, read_episodes
+
+    out, proto = tmp_path / "run", echo_protocol(n=4)
+    first = topoeval.run_protocol(proto, [Flaky()], out, suites_dirs=[fixture_suites])
+    cell = first.cell("flaky", "echo-a")
+    assert first.errors == 4 and cell["n_errors"] == 2 and cell["incomplete"] and cell["n_episodes"] == 4
+    # the mean is over the two episodes the model answered, not diluted by the two the backend lost
+    assert cell["metrics"]["success"]["mean"] == 1.0 and cell["metrics"]["success"]["n"] == 2
+    assert cell["metrics"]["success"]["pass@k"] == {"1": 1.0} and len(cell["episode_ids"]) == 2
+    failed = {r["key"] for r in lines(out) if r["status"] == "error"}
+    # the same command again: exactly the errored episodes run, the finished ones are kept
+    again = topoeval.run_protocol(proto, [Flaky(down=lambda task_id: False)], out, suites_dirs=[fixture_suites])
+    assert (again.new_episodes, again.reused_episodes, again.errors) == (4, 4, 0)
+    assert [r["key"] for r in lines(out)[8:]] and {r["key"] for r in lines(out)[8:]} == failed
+    cell = again.cell("flaky", "echo-a")
+    assert not cell["incomplete"] and cell["n_errors"] == 0 and cell["metrics"]["success"]["n"] == 4
+    # the latest record of a key wins, also when a torn line makes the store rewrite the file
+    with open(out / "episodes.jsonl", "a") as fh:
+        fh.write('{"key": "flaky|0-sh')
+    store = EpisodeStore(out)
+    store.close()
+    assert len(store.records) == 8 and all(r["status"] == "done" for r in store.records.values())
+    assert len(read_episodes(out)) == 8 and len(lines(out)) == 12
+    third = topoeval.run_protocol(proto, [Flaky()], out, suites_dirs=[fixture_suites])
+    assert (third.new_episodes, third.errors) == (0, 0)
 
 
 def test_limits_end_episodes(tmp_path, echo_protocol, fixture_suites):

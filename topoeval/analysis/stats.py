@@ -13,6 +13,12 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 
+def is_scored(record: dict[str, Any]) -> bool:
+    """Whether an episode counts in a cell's statistics: every one but those that ended in ``error``
+    (the backend or the world failed, not the model), which are counted as ``n_errors`` instead."""
+    return record.get("status") != "error"
+
+
 def bootstrap_ci(per_task: list[float], confidence: float = 0.95) -> list[float] | None:
     """Percentile bootstrap CI of the mean over tasks (scipy); None for fewer than 2 tasks."""
     if len(per_task) < 2:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from topoeval.analysis.stats import mark_ties, metric_stats
+from topoeval.analysis.stats import is_scored, mark_ties, metric_stats
 
 #: 2 adds the ``collapse`` section and per-cell ``episode_ids``; nothing of schema 1 was removed.
-SCHEMA_VERSION = 2
+#: 3: episodes that ended in ``error`` are left out of every statistic and of ``episode_ids``;
+#: cells count them (``n_errors``, ``error_episode_ids``) and say ``incomplete`` when there are any.
+SCHEMA_VERSION = 3
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success",)
 
@@ -22,8 +24,10 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
     cells = []
     for key in keys:
         recs = groups[key]
+        scored = [r for r in recs if is_scored(r)]
+        errored = [r for r in recs if not is_scored(r)]
         metrics: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-        for r in recs:
+        for r in scored:
             for name, value in r["scores"].items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
                     metrics[name][r["task_id"]][r["sample"]] = float(value)
@@ -40,7 +44,10 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
                 "n_tasks": len({r["task_id"] for r in recs}),
                 "n_episodes": len(recs),
                 "status": dict(sorted(status.items())),
-                "episode_ids": sorted(r["episode_id"] for r in recs),
+                "n_errors": len(errored),
+                "incomplete": bool(errored),
+                "episode_ids": sorted(r["episode_id"] for r in scored),
+                "error_episode_ids": sorted(r["episode_id"] for r in errored),
                 "metrics": {name: metric_stats(metrics[name], name in BINARY_METRICS) for name in sorted(metrics)},
             }
         )

@@ -33,12 +33,18 @@ class EpisodeContext:
     shots: int
 
 
+class ContextLimitError(Exception):
+    """The conversation no longer fits the model's context window. The episode ends at a limit
+    (``limit:context_window``), scored like any other limit: the model's outcome, not an error."""
+
+
 class Policy(ABC):
     """Maps (messages, tools, sampling params) to one assistant message.
 
     Several tool calls in one message form a parallel turn. Implementations must not raise
     for malformed model output (return it; the runner records it); they may raise for
-    backend failures, which the runner records as episode errors.
+    backend failures, which the runner records as episode errors (infrastructure: excluded from
+    the scores and retried by the next run), or :class:`ContextLimitError`.
     """
 
     #: Display name used in results (e.g. 'oracle', 'openai/gpt-4o-mini').
@@ -55,6 +61,15 @@ class Policy(ABC):
         ctx: EpisodeContext,
     ) -> AssistantMessage:
         """The next assistant message."""
+
+    async def preflight(self) -> str | None:
+        """Check, before any episode, that the backend can answer at all (one cheap request).
+
+        Raises :class:`topoeval.core.errors.UserError` for what retrying cannot fix (rejected
+        credentials, unknown model); returns a warning line for a failure that may pass, else None.
+        Policies without a remote backend have nothing to check.
+        """
+        return None
 
     async def aclose(self) -> None:
         """Release backend resources (servers, sessions)."""

@@ -61,5 +61,8 @@ class CachedPolicy(Policy):
         self.cache.put(key, reply)
         return reply
 
+    async def preflight(self) -> str | None:
+        return await self.inner.preflight()
+
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -6,11 +6,16 @@ import time
 from abc import abstractmethod
 from typing import Any
 
+from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.models.options import ModelOptions
 from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
-from topoeval.models.retry import with_retries
+from topoeval.models.retry import PermanentError, with_retries
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+
+#: The preflight request: one short turn, no tools, a few tokens.
+PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the word OK."}]
+PREFLIGHT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=8)
 
 
 class ChatPolicy(Policy):
@@ -29,6 +34,25 @@ class ChatPolicy(Policy):
 
     def default_tool_mode(self) -> str:
         return "native"
+
+    def key_hint(self) -> str:
+        """How to give this backend its API key (the fix printed for rejected credentials)."""
+        return "pass --api-key (or the key the server expects)"
+
+    async def preflight(self) -> str | None:
+        """One request, not retried: :class:`PermanentError` becomes a one-line UserError naming the
+        model and the fix; any other failure is returned as a warning (the episodes retry it)."""
+        try:
+            await self.complete(PREFLIGHT_MESSAGES, [], PREFLIGHT_SAMPLING)
+        except PermanentError as exc:
+            raise UserError(" ".join(f"model '{self.name}': {exc}; {exc.fix}".split())) from None
+        except UserError:
+            raise
+        except Exception as exc:
+            detail = " ".join(str(exc).split())[:200]
+            return (f"model '{self.name}': the preflight request failed ({type(exc).__name__}: {detail}); "
+                    "its episodes retry, and those that still fail are recorded as errors")
+        return None
 
     def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
         args: dict[str, Any] = {

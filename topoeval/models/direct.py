@@ -16,8 +16,8 @@ from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
-from topoeval.models.retry import TransientError, parse_retry_after
-from topoeval.core.policy import SamplingParams
+from topoeval.models.retry import CONTEXT_LIMIT, NON_RETRYABLE, PermanentError, TransientError, parse_retry_after, permanent_fix
+from topoeval.core.policy import ContextLimitError, SamplingParams
 
 try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
     import orjson
@@ -67,11 +67,11 @@ class DirectPolicy(ChatPolicy):
         try:
             async with session.post(self.url, data=_dumps(body)) as resp:
                 raw = await resp.read()
-                if resp.status == 429 or resp.status >= 500:
+                if resp.status in (408, 429) or resp.status >= 500:
                     raise TransientError(f"HTTP {resp.status}: {raw[:200]!r}",
                                          retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
                 if resp.status >= 400:
-                    raise RuntimeError(f"HTTP {resp.status}: {raw[:300]!r}")
+                    raise self._refused(resp.status, raw)
         except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
         try:
@@ -79,6 +79,21 @@ class DirectPolicy(ChatPolicy):
             return message_from_openai(data["choices"][0]["message"], data.get("usage"))
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise RuntimeError(f"malformed response from {self.url}: {raw[:200]!r}") from exc
+
+    def _refused(self, status: int, raw: bytes) -> Exception:
+        """A 4xx answer (not 408/429) as the exception the runner and the preflight act on."""
+        try:
+            error = _loads(raw).get("error")
+            detail = error.get("message") if isinstance(error, dict) else (error or raw.decode(errors="replace"))
+        except (ValueError, AttributeError, TypeError):
+            detail = raw.decode(errors="replace")
+        detail = " ".join(str(detail).split())[:200]
+        if status == 400 and CONTEXT_LIMIT.search(detail):
+            return ContextLimitError(f"HTTP 400: {detail}")
+        if status in NON_RETRYABLE:
+            return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}: {detail})", status=status,
+                                  fix=permanent_fix(status, self.key_hint(), self.options.api_base))
+        return RuntimeError(f"HTTP {status}: {detail}")
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:

@@ -8,8 +8,9 @@ from typing import Any
 from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
-from topoeval.models.retry import TransientError, parse_retry_after
-from topoeval.core.policy import SamplingParams
+from topoeval.models.retry import (CONTEXT_LIMIT, MISSING_CREDENTIALS, NON_RETRYABLE, PermanentError, TransientError,
+                                   parse_retry_after, permanent_fix)
+from topoeval.core.policy import ContextLimitError, SamplingParams
 
 _TRANSIENT_NAMES = {
     "RateLimitError", "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",
@@ -44,6 +45,14 @@ class LiteLLMPolicy(ChatPolicy):
             pass
         return "native" if self.options.api_base else "prompt"
 
+    def key_hint(self) -> str:
+        """The provider's key variable(s) as litellm knows them, or --api-key."""
+        try:
+            missing = self.litellm.validate_environment(model=self.model).get("missing_keys") or []
+        except Exception:
+            missing = []
+        return f"set {' / '.join(missing)} or pass --api-key" if missing else "pass --api-key (or the provider's key variable)"
+
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
         kwargs: dict[str, Any] = dict(
             model=self.model, messages=messages, timeout=self.options.timeout_s, num_retries=0,
@@ -58,7 +67,7 @@ class LiteLLMPolicy(ChatPolicy):
         try:
             response = await self.litellm.acompletion(**kwargs)
         except Exception as exc:
-            raise _classify(exc) from exc
+            raise _classify(exc, self.key_hint, self.options.api_base) from exc
         reply = message_from_openai(response.choices[0].message.model_dump(), _usage(response))
         try:
             reply.cost = float(self.litellm.completion_cost(completion_response=response))
@@ -74,15 +83,25 @@ def _usage(response) -> dict[str, Any]:
     return usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
 
 
-def _classify(exc: Exception) -> Exception:
-    """litellm's exception as TransientError when retrying may help; else unchanged."""
+def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str | None = None) -> Exception:
+    """litellm's exception as TransientError when retrying may help, PermanentError when it cannot,
+    ContextLimitError when the conversation outgrew the model; else unchanged."""
     status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
     name = type(exc).__name__
-    transient = name in _TRANSIENT_NAMES or status == 429 or (isinstance(status, int) and status >= 500)
-    if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+    text = " ".join(str(exc).split())
+    if name == "ContextWindowExceededError" or (status == 400 and CONTEXT_LIMIT.search(text)):
+        return ContextLimitError(f"{name}: {text[:300]}")
+    if MISSING_CREDENTIALS.search(text):  # litellm reports a missing key as a 500
+        return PermanentError(f"no API key was given ({name}: {text[:200]})", fix=permanent_fix(None, key_hint()))
+    if status in NON_RETRYABLE:
+        return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}, {name}: {text[:200]})", status=status,
+                              fix=permanent_fix(status, key_hint(), api_base))
+    transient = name in _TRANSIENT_NAMES or status == 429 or (status is not None and status >= 500)
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
         transient = False
     if not transient:
         return exc
     headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "litellm_response_headers", None) or {}
     retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
-    return TransientError(f"{name}: {str(exc)[:300]}", retry_after=retry_after, status=status)
+    return TransientError(f"{name}: {text[:300]}", retry_after=retry_after, status=status)

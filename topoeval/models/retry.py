@@ -1,4 +1,13 @@
-"""Retrying transient backend failures with tenacity: exponential backoff, jitter, Retry-After."""
+"""Which backend failures to retry, and retrying them with tenacity: exponential backoff, jitter,
+Retry-After.
+
+- :class:`TransientError` — worth retrying: 429, 5xx, timeouts, dropped connections.
+- :class:`PermanentError` — retrying cannot fix it: a malformed request (400), missing or rejected
+  credentials (401, 403, or no key at all), an unknown model or endpoint (404). Never retried; a
+  model's preflight request turns it into one line naming the model and the fix.
+- a 400 that says the conversation outgrew the context window is the model's own limit
+  (:class:`topoeval.core.policy.ContextLimitError`), not a failure.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ from typing import TypeVar
 
 import asyncio
 import random
+import re
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
@@ -20,6 +30,38 @@ class TransientError(Exception):
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
+
+
+class PermanentError(Exception):
+    """A failure retrying cannot fix (HTTP 400, 401, 403, 404, or no credentials at all)."""
+
+    def __init__(self, message: str, status: int | None = None, fix: str = ""):
+        super().__init__(message)
+        self.status = status
+        #: what the user should change, e.g. "set OPENAI_API_KEY or pass --api-key"
+        self.fix = fix
+
+
+#: HTTP statuses never retried, and what each says about the request.
+NON_RETRYABLE = {400: "the request was rejected as malformed", 401: "the credentials were rejected",
+                 403: "the credentials were refused access", 404: "the model or endpoint was not found"}
+#: How providers say that no key was given at all (litellm reports it as a 500).
+MISSING_CREDENTIALS = re.compile(
+    r"missing credentials|api[ _]?key client option must be set|missing [\w ]*api[ _]?key|no api[ _]?key", re.I)
+#: How servers say that the conversation outgrew the context window (OpenAI, vLLM, llama.cpp, SGLang).
+CONTEXT_LIMIT = re.compile(
+    r"context[ _]?(length|window)|maximum context|exceeds? the (context|maximum)|prompt is too long|too many tokens", re.I)
+
+
+def permanent_fix(status: int | None, key_hint: str, api_base: str | None = None) -> str:
+    """The fix to print for a :class:`PermanentError` of ``status`` (None: no credentials given)."""
+    if status in (None, 401, 403):
+        return f"check the API key: {key_hint}"
+    if status == 404:
+        where = f" and that the server at {api_base} serves it" if api_base else ""
+        return f"check the model name{where} (the served name goes after the provider prefix, e.g. openai/NAME)"
+    return ("check that --api-base is the server's OpenAI-compatible /v1 URL and that the model takes this request "
+            "(--tool-mode prompt for servers without function calling)")
 
 
 def parse_retry_after(value: str | None) -> float | None:

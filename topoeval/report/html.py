@@ -1,7 +1,11 @@
-"""``report.html``: one self-contained page (tables, plots inlined, an episode browser).
+"""``report.html``: one self-contained page: the run's headline (per model, ID vs OOD success with
+95 % CIs and the collapse's shape), the report.md tables, the plots, and an episode browser.
 
 No external URL: the plots are base64 PNGs and the episodes an inline JSON block, so the file
-opens offline. ``#cell=I&episode=J`` in the URL opens episode J of cell I directly.
+opens offline. Plots and tables never widen the page (plots scale to its width, wide tables scroll
+in place). The browser lists a cell's episodes by task index and sample and filters them to
+failures, errors or one task family. ``#cell=I&episode=J`` in the URL opens episode J of cell I
+directly (``&filter=errors``, ``failures`` or ``family:NAME`` preselects a filter).
 """
 
 from __future__ import annotations
@@ -9,45 +13,73 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from topoeval.report.headline import build_headline
 from topoeval.report.markdown import render_report_md
+from topoeval.report.tables import INCOMPLETE_NOTE
 
-MAX_EPISODES_PER_CELL = 50
+MAX_EPISODES_PER_CELL = 200
 MAX_TEXT = 2000
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body {{ font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }}
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }}
 table {{ border-collapse: collapse; margin: 1em 0; font-size: 13px; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
-pre {{ white-space: pre-wrap; background: #f6f6f6; padding: 6px; margin: 4px 0; }}
+.scroll {{ overflow-x: auto; max-width: 100%; }}
+img {{ display: block; max-width: 100%; height: auto; margin: 1em 0; }}
+pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 6px; margin: 4px 0; }}
 .msg {{ border-left: 4px solid #999; padding-left: 8px; margin: 8px 0; }}
 .user {{ border-color: #2a7; }} .assistant {{ border-color: #27a; }} .tool {{ border-color: #a72; }}
-.bad {{ color: #b00; font-weight: bold; }} .ok {{ color: #070; }}
+.bad {{ color: #b00; font-weight: bold; }} .ok {{ color: #070; }} .err {{ color: #a60; font-style: italic; }}
+.warn {{ color: #b00; }}
+#headline td.num {{ text-align: right; white-space: nowrap; }}
 #episodes li {{ cursor: pointer; }}
 </style></head><body>
 <h1>{title}</h1>
+{headline}
 {tables}
 {plots}
 <h2>Episode browser</h2>
 <label>Cell: <select id="cell"></select></label>
+<label>Show: <select id="filter"></select></label>
+<span id="count"></span>
 <ul id="episodes"></ul>
 <div id="episode"></div>
 <script type="application/json" id="data">{data}</script>
 <script>
 (function () {{
   var data = JSON.parse(document.getElementById("data").textContent);
-  var cellSel = document.getElementById("cell"), list = document.getElementById("episodes"),
-      view = document.getElementById("episode");
+  var cellSel = document.getElementById("cell"), filterSel = document.getElementById("filter"),
+      list = document.getElementById("episodes"), view = document.getElementById("episode"),
+      count = document.getElementById("count");
   function el(tag, cls, text) {{ var e = document.createElement(tag); if (cls) e.className = cls;
     if (text !== undefined) e.textContent = text; return e; }}
   data.cells.forEach(function (c, i) {{ var o = el("option", null, c.label); o.value = i; cellSel.appendChild(o); }});
+  function keep(ep, f) {{
+    if (f === "failures") return ep.status !== "error" && ep.scores.success !== 1;
+    if (f === "errors") return ep.status === "error";
+    if (f.indexOf("family:") === 0) return ep.family === f.slice(7);
+    return true;
+  }}
+  function fillFilter(ci, wanted) {{
+    filterSel.innerHTML = "";
+    var opts = [["all", "all episodes"], ["failures", "failures"], ["errors", "errors (backend failed)"]];
+    var fams = {{}}; data.cells[ci].episodes.forEach(function (ep) {{ if (ep.family) fams[ep.family] = 1; }});
+    Object.keys(fams).sort().forEach(function (f) {{ opts.push(["family:" + f, "family " + f]); }});
+    opts.forEach(function (o) {{ var e = el("option", null, o[1]); e.value = o[0]; filterSel.appendChild(e); }});
+    filterSel.value = opts.some(function (o) {{ return o[0] === wanted; }}) ? wanted : "all";
+  }}
   function showEpisode(ci, ei) {{
     var ep = data.cells[ci].episodes[ei]; view.innerHTML = "";
-    view.appendChild(el("h3", null, ep.task_id + " — " + ep.status));
+    if (!ep) return;
+    view.appendChild(el("h3", null, ep.task_id + " (sample " + ep.sample + ") — " + ep.status));
+    ep.errors.forEach(function (e) {{ view.appendChild(el("pre", "bad", e)); }});
     view.appendChild(el("pre", null, "scores: " + JSON.stringify(ep.scores)));
     var calls = {{}}; ep.calls.forEach(function (c) {{ calls[c.id] = c; }});
     ep.messages.forEach(function (m) {{
@@ -62,23 +94,41 @@ pre {{ white-space: pre-wrap; background: #f6f6f6; padding: 6px; margin: 4px 0; 
   }}
   function showCell(ci) {{
     list.innerHTML = ""; view.innerHTML = "";
-    data.cells[ci].episodes.forEach(function (ep, ei) {{
-      var li = el("li", ep.scores.success ? "ok" : "bad", ep.task_id + " (success " + ep.scores.success + ")");
+    var eps = data.cells[ci].episodes, f = filterSel.value, shown = 0;
+    eps.forEach(function (ep, ei) {{
+      if (!keep(ep, f)) return;
+      shown += 1;
+      var li = ep.status === "error" ? el("li", "err", ep.task_id + " (sample " + ep.sample + ") — error")
+        : el("li", ep.scores.success ? "ok" : "bad", ep.task_id + " (sample " + ep.sample + ", success " + ep.scores.success + ")");
+      li.setAttribute("data-episode", ei);
       li.onclick = function () {{ showEpisode(ci, ei); }}; list.appendChild(li); }});
+    var total = data.cells[ci].total;
+    count.textContent = shown + " shown" + (total > eps.length ? " (the first " + eps.length + " of " + total + " episodes)" : "");
   }}
-  cellSel.onchange = function () {{ showCell(+cellSel.value); }};
+  cellSel.onchange = function () {{ fillFilter(+cellSel.value, filterSel.value); showCell(+cellSel.value); }};
+  filterSel.onchange = function () {{ showCell(+cellSel.value); }};
   var params = {{}}; location.hash.replace(/^#/, "").split("&").forEach(function (kv) {{
-    var p = kv.split("="); if (p[0]) params[p[0]] = p[1]; }});
-  var ci = +(params.cell || 0); if (data.cells.length) {{ cellSel.value = ci; showCell(ci);
+    var p = kv.split("="); if (p[0]) params[p[0]] = decodeURIComponent(p[1] || ""); }});
+  var ci = +(params.cell || 0); if (data.cells.length) {{ cellSel.value = ci; fillFilter(ci, params.filter || "all"); showCell(ci);
     if (params.episode !== undefined) showEpisode(ci, +params.episode); }}
+  window.addEventListener("load", function () {{  // once the plots are laid out: the page's width
+    var root = document.documentElement;
+    console.log("topoeval-layout " + root.scrollWidth + " " + root.clientWidth);
+  }});
   console.log("topoeval-report-ready");
 }})();
 </script></body></html>
 """
 
 
+def _inline(text: str) -> str:
+    """Escaped text with Markdown's **bold** kept as <b>."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))
+
+
 def _md_tables_to_html(markdown: str) -> str:
-    """The report.md tables as HTML (headings and table rows only)."""
+    """The report.md tables as HTML (headings, paragraphs and table rows only); each table scrolls
+    inside its own box, so a wide one never widens the page."""
     out: list[str] = []
     in_table = False
     for line in markdown.splitlines():
@@ -87,21 +137,60 @@ def _md_tables_to_html(markdown: str) -> str:
             if all(set(c) <= {"-"} for c in cells):
                 continue
             if not in_table:
-                out.append("<table>")
+                out.append('<div class="scroll"><table>')
                 in_table = True
-            tag = "th" if out[-1] == "<table>" else "td"
+            tag = "th" if out[-1] == '<div class="scroll"><table>' else "td"
             out.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>")
             continue
         if in_table:
-            out.append("</table>")
+            out.append("</table></div>")
             in_table = False
         if line.startswith("## "):
             out.append(f"<h2>{html.escape(line[3:])}</h2>")
         elif line.strip() and not line.startswith("# "):
-            out.append(f"<p>{html.escape(line)}</p>")
+            out.append(f'<p class="warn">{_inline(line)}</p>' if line.startswith("**Incomplete") else f"<p>{_inline(line)}</p>")
     if in_table:
-        out.append("</table>")
+        out.append("</table></div>")
     return "\n".join(out)
+
+
+def _ci(point: dict[str, Any]) -> str:
+    if point.get("mean") is None:
+        return "—"
+    text = f"{point['mean']:.2f}"
+    if point.get("ci95"):
+        text += f" [{point['ci95'][0]:.2f}, {point['ci95'][1]:.2f}]"
+    if point.get("n_errors"):
+        text += f" ({point['n_errors']} err)"
+    return text
+
+
+def render_headline(summary: dict[str, Any]) -> str:
+    """The headline table: per model, ID vs OOD success (mean [95 % CI]) and the collapse's shape."""
+    rows = build_headline(summary)
+    if not rows:
+        return ""
+    out = ['<section id="headline"><h2>Headline</h2>',
+           "<p>Per model: success on the trained topology (ID) against each OOD topology, mean [bootstrap 95 % CI "
+           "over tasks], and the shape of the collapse.</p>",
+           '<div class="scroll"><table><tr><th>model</th><th>baseline</th><th>ID success</th><th>OOD success</th>'
+           "<th>shape</th></tr>"]
+    for r in rows:
+        ood = "<br>".join(f"{html.escape(o['topology'])}: {html.escape(_ci(o))}" for o in r["ood"]) or "—"
+        mark = f' <span class="warn">(incomplete: {r["n_errors"]} err)</span>' if r["n_errors"] else ""
+        out.append(f"<tr><td>{html.escape(r['model'])}{mark}</td><td>{html.escape(r['baseline'])}</td>"
+                   f"<td class=\"num\">{html.escape(_ci(r['id']))}</td><td class=\"num\">{ood}</td>"
+                   f"<td>{html.escape(r['shape'])}</td></tr>")
+    out.append("</table></div>")
+    if any(r["n_errors"] for r in rows):
+        out.append(f'<p class="warn">{html.escape(INCOMPLETE_NOTE)}</p>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def task_order(task_id: str) -> tuple:
+    """Sort key of a task id by its numbers ('travel/test/10-...' after 'travel/test/9-...')."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", task_id) if part)
 
 
 def _episode_view(rec: dict[str, Any]) -> dict[str, Any]:
@@ -115,10 +204,11 @@ def _episode_view(rec: dict[str, Any]) -> dict[str, Any]:
         for m in rec["messages"]
     ]
     return {
-        "task_id": rec["task_id"], "status": rec["status"], "messages": messages,
+        "task_id": rec["task_id"], "sample": rec.get("sample", 0), "family": rec.get("family"),
+        "status": rec["status"], "errors": [clip(e) for e in rec.get("errors") or []], "messages": messages,
         "calls": [{"id": c["id"], "status": c["status"], "error": c["error"]} for c in rec["calls"]],
         "events": rec.get("events", []),
-        "scores": {k: v for k, v in rec["scores"].items() if v is not None},
+        "scores": {k: v for k, v in (rec.get("scores") or {}).items() if v is not None},
     }
 
 
@@ -128,15 +218,19 @@ def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], p
         by_cell.setdefault((r["model"], r["baseline"], r["topology"]), []).append(r)
     cells = []
     for c in summary["cells"]:
-        recs = sorted(by_cell.get((c["model"], c["baseline"], c["topology"]), []), key=lambda r: (r["task_id"], r["sample"]))
-        cells.append({"label": f"{c['model']} · {c['baseline']} · {c['topology']} ({c['role']})",
+        recs = sorted(by_cell.get((c["model"], c["baseline"], c["topology"]), []),
+                      key=lambda r: (task_order(r["task_id"]), r.get("sample", 0)))
+        label = f"{c['model']} · {c['baseline']} · {c['topology']} ({c['role']})"
+        if c.get("n_errors"):
+            label += f" — incomplete: {c['n_errors']} err"
+        cells.append({"label": label, "total": len(recs),
                       "episodes": [_episode_view(r) for r in recs[:MAX_EPISODES_PER_CELL]]})
     images = "\n".join(
         f'<img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">' for p in plots
     )
     data = json.dumps({"cells": cells}, ensure_ascii=False).replace("</", "<\\/")
     title = html.escape(f"topoeval — {summary['protocol']} — {summary.get('run_id', '')}")
-    return PAGE.format(title=title, tables=_md_tables_to_html(render_report_md(summary)),
+    return PAGE.format(title=title, headline=render_headline(summary), tables=_md_tables_to_html(render_report_md(summary)),
                        plots=f"<h2>Plots</h2>{images}" if images else "", data=data)
 
 

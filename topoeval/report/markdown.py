@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
-from topoeval.report.tables import topologies_by_role
+from topoeval.report.tables import INCOMPLETE_NOTE, error_mark, topologies_by_role
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -41,9 +41,11 @@ def render_report_md(summary: dict[str, Any]) -> str:
     lines += ["## Success, ID vs OOD", "", _row(["model", "baseline", *(f"{t} ({r})" for t, r in topos)]),
               _row(["---"] * (2 + len(topos)))]
     for (model, baseline), per in by_key.items():
-        vals = [(_stat(per[t]["metrics"].get("success")) + (" =" if per[t].get("ties") else "")) if t in per else "—"
-                for t, _ in topos]
+        vals = [(_stat(per[t]["metrics"].get("success")) + (" =" if per[t].get("ties") else "") + error_mark(per[t]))
+                if t in per else "—" for t, _ in topos]
         lines.append(_row([model, baseline, *vals]))
+    if any(c.get("n_errors") for c in cells):
+        lines += ["", f"**Incomplete.** {INCOMPLETE_NOTE}"]
     lines += ["", "## Decision quality (mean over the tasks where it applies, n)", "",
               _row(["model", "baseline", "metric", *(f"{t} ({r})" for t, r in topos)]), _row(["---"] * (3 + len(topos)))]
     for (model, baseline), per in by_key.items():

@@ -48,15 +48,25 @@ def plot_fewshot(summary: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
+#: Panels per row of the per-dimension plot: more models wrap onto further rows, so the figure
+#: keeps a page's width (report.html scales it to the page) and each panel stays readable.
+PANELS_PER_ROW = 3
+
+
 def plot_dimensions(summary: dict[str, Any], path: Path) -> Path | None:
-    """Zero-shot ID vs OOD bars of dq and each dimension, one panel per model."""
+    """Zero-shot ID vs OOD bars of dq and each dimension, one panel per model (3 per row)."""
     cells = [c for c in summary["cells"] if c["baseline"] == "0-shot"] or summary["cells"]
     models = list(dict.fromkeys(c["model"] for c in cells))
     if not models:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 3.4), dpi=110, squeeze=False)
-    for ax, model in zip(axes[0], models):
+    ncols = min(PANELS_PER_ROW, len(models))
+    nrows = -(-len(models) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.0 * ncols, 3.4 * nrows), dpi=110, squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(models):]:
+        ax.set_visible(False)
+    for ax, model in zip(flat, models):
         mine = [c for c in cells if c["model"] == model]
         for offset, role in ((-0.2, "id"), (0.2, "ood")):
             values = []

@@ -15,6 +15,17 @@ def fmt_stat(stat: dict[str, Any] | None) -> str:
     return f"{stat['mean']:.2f} ± {stat['std']:.2f}" if stat.get("std") else f"{stat['mean']:.2f}"
 
 
+def error_mark(cell: dict[str, Any]) -> str:
+    """' (2 err)' for a cell with episodes that ended in error (left out of its statistics), else ''."""
+    n = cell.get("n_errors") or 0
+    return f" ({n} err)" if n else ""
+
+
+#: The note under a table that has an incomplete cell.
+INCOMPLETE_NOTE = ("(N err): N episodes of the cell ended in error (the backend failed, not the model); they are left "
+                   "out of its statistics and the cell is incomplete. Run the same command again to retry them.")
+
+
 def topologies_by_role(cells: list[dict[str, Any]]) -> dict[str, str]:
     """Topology -> role, ID first, then OOD, then ladder steps."""
     out: dict[str, str] = {}
@@ -40,9 +51,14 @@ def print_success_table(summary: dict[str, Any], console, metric: str = "success
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for c in cells:
         mark = " =" if c.get("ties") else ""
-        rows.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = fmt_stat(c["metrics"].get(metric)) + mark
+        text = fmt_stat(c["metrics"].get(metric)) + mark
+        if c.get("n_errors"):
+            text += f"[bold red]{error_mark(c)}[/bold red]"
+        rows.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = text
     for (model, baseline), values in rows.items():
         table.add_row(model, baseline, *(values.get(t, "—") for t in topologies))
+    if any(c.get("n_errors") for c in cells):
+        table.caption = INCOMPLETE_NOTE
     console.print(table)
 
 
@@ -63,15 +79,18 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
         table.add_column(escape(f"{name} [{role}]"), justify="right")
     by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for c in cells:
-        by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c["metrics"]
+        by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c
     for (model, baseline), per_topo in by_key.items():
         for i, metric in enumerate(QUALITY_ROWS):
             values = []
             for t in topologies:
-                stat = per_topo.get(t, {}).get(metric)
-                values.append("—" if not stat or stat.get("mean") is None else f"{stat['mean']:.2f} (n={stat['n']})")
+                stat = per_topo.get(t, {}).get("metrics", {}).get(metric)
+                text = "—" if not stat or stat.get("mean") is None else f"{stat['mean']:.2f} (n={stat['n']})"
+                values.append(text + (error_mark(per_topo[t]) if i == 0 and t in per_topo else ""))
             table.add_row(model if i == 0 else "", baseline if i == 0 else "", metric, *values,
                           end_section=i == len(QUALITY_ROWS) - 1)
+    if any(c.get("n_errors") for c in cells):
+        table.caption = INCOMPLETE_NOTE
     console.print(table)
 
 

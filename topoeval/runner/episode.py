@@ -13,7 +13,7 @@ from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall
-from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+from topoeval.core.policy import ContextLimitError, EpisodeContext, Policy, SamplingParams
 from topoeval.protocol.schema import Limits
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
 from topoeval.metrics.scoring import score_episode
@@ -214,6 +214,9 @@ async def run_episode(
                 reply = await policy.act(state.messages, state.tools, sampling, ctx)
             except UserError:  # a set-up problem (missing extra, server that cannot start): end the run
                 raise
+            except ContextLimitError:  # the conversation outgrew the model: its own outcome, scored
+                state.status = "limit:context_window"
+                break
             except Exception as exc:  # backend failure after its own retries: record, do not drop
                 state.fail(f"policy: {type(exc).__name__}: {exc}")
                 break

@@ -30,7 +30,7 @@ from topoeval.policies.registry import is_reference, make_policy
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.runner.episode import episode_id, episode_key, run_episode
-from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json, write_json
+from topoeval.runner.store import RUN_JSON, EpisodeStore, finished_keys, is_finished, read_json, write_json
 from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
 
 DEFAULT_RESULTS = REPO_ROOT / "results"
@@ -133,6 +133,12 @@ async def arun_episodes(
     }
     p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
     run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, p_hash, t_hash, k)
+    _check_run_json(run_dir / RUN_JSON, p_hash, t_hash)
+    # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again
+    finished = finished_keys(run_dir)
+    pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key
+               in _episodes(names, protocol.baselines.shots, topologies, task_sets, k) if key not in finished]
+    await _preflight(policies, {job[0] for job in pending})
     meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
     meta["overrides"] = {key: value for key, value in (("tasks", tasks), ("samples", samples), ("max_turns", max_turns),
@@ -146,21 +152,14 @@ async def arun_episodes(
             warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
                           "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
     store = EpisodeStore(run_dir)
-    reused = len(store.records)
+    reused = sum(1 for r in store.records.values() if is_finished(r))
     response_cache = ResponseCache(run_dir / "cache.sqlite") if cache and not all(is_reference(m) for m in models) else None
     if response_cache is not None:
         policies = [p if is_reference(m) else CachedPolicy(p, response_cache) for m, p in zip(models, policies)]
 
     demos = await _build_demo_cache(protocol, topologies, registry, k)
-    jobs = []
-    for policy in policies:
-        for shots in protocol.baselines.shots:
-            for topo in topologies:
-                for task in task_sets[topo.name]:
-                    for s in range(k):
-                        key = episode_key(policy.name, baseline_name(shots), topo.name, task.id, s)
-                        if key not in store:
-                            jobs.append((policy, shots, topo, task, s, key))
+    by_name = {p.name: p for p in policies}
+    jobs = [(by_name[name], shots, topo, task, s, key) for name, shots, topo, task, s, key in pending]
 
     new = 0
     started = time.perf_counter()
@@ -202,6 +201,45 @@ async def arun_episodes(
                       reused_episodes=reused, timing=timing)
 
 
+def _episodes(names: list[str], shots_list: list[int], topologies: list[ResolvedTopology], task_sets, k: int):
+    """Every episode of the run: (model, shots, topology, task, sample, key), in run order."""
+    for name in names:
+        for shots in shots_list:
+            for topo in topologies:
+                for task in task_sets[topo.name]:
+                    for s in range(k):
+                        yield name, shots, topo, task, s, episode_key(name, baseline_name(shots), topo.name, task.id, s)
+
+
+class BackendWarning(UserWarning):
+    """A model's preflight request failed in a way retrying may fix; its episodes go ahead."""
+
+
+async def _preflight(policies: list[Policy], names: set[str]) -> None:
+    """One cheap request per model that has episodes to run, before any episode: credentials or a
+    model name that retrying cannot fix end the run here (UserError), with every backend closed."""
+    try:
+        results = await asyncio.gather(*(p.preflight() for p in policies if p.name in names), return_exceptions=True)
+    except BaseException:
+        await _close_all(policies)
+        raise
+    failure = next((r for r in results if isinstance(r, BaseException)), None)
+    if failure is not None:
+        await _close_all(policies)
+        raise failure
+    for warning in results:
+        if warning:
+            warnings.warn(warning, BackendWarning, stacklevel=3)
+
+
+async def _close_all(policies: list[Policy]) -> None:
+    for p in policies:
+        try:
+            await p.aclose()
+        except Exception:
+            pass
+
+
 def _only_shots(protocol: Protocol, shots: list[int]) -> Protocol:
     """Keep the protocol's baselines that are among ``shots`` (at least one must remain)."""
     kept = sorted(set(shots) & set(protocol.baselines.shots))
@@ -239,14 +277,22 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     return cache
 
 
+def _check_run_json(path: Path, p_hash: str, t_hash: str) -> dict | None:
+    """An existing run.json, checked to hold the same protocol version and task set (None if new)."""
+    if not path.exists():
+        return None
+    meta = read_json(path)
+    if meta.get("protocol_sha256") != p_hash:
+        raise UserError(f"{path.parent}: holds a run of a different protocol version; use another --out")
+    if meta.get("task_set_sha256") != t_hash:
+        raise UserError(f"{path.parent}: holds a run over a different task set (--tasks?); use another --out")
+    return meta
+
+
 def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, names: list[str], k: int, task_sets) -> dict:
     path = run_dir / RUN_JSON
-    if path.exists():
-        meta = read_json(path)
-        if meta.get("protocol_sha256") != p_hash:
-            raise UserError(f"{run_dir}: holds a run of a different protocol version; use another --out")
-        if meta.get("task_set_sha256") != t_hash:
-            raise UserError(f"{run_dir}: holds a run over a different task set (--tasks?); use another --out")
+    meta = _check_run_json(path, p_hash, t_hash)
+    if meta is not None:
         meta["models"] = list(dict.fromkeys([*meta.get("models", []), *names]))
         meta["resumed"] = meta.get("resumed", 0) + 1
     else:

@@ -3,6 +3,10 @@
 Each episode is one JSON line written (and flushed) as soon as it ends, so a run killed at
 any moment keeps every finished episode. A line cut short by a kill is dropped on the next
 open and its episode simply runs again.
+
+An episode that ended in ``error`` (the backend or the world failed, not the model) is not
+finished: the next run of the same command runs it again and appends the new record. The latest
+line of a key is its record; earlier ones stay in the file as history.
 """
 
 from __future__ import annotations
@@ -42,9 +46,8 @@ class EpisodeStore:
                     continue
                 if not line.endswith("\n"):
                     line += "\n"
-                if key not in self.records:
-                    good.append(line)
-                self.records[key] = rec
+                good.append(line)
+                self.records[key] = rec  # the latest line of a key wins
         if damaged:  # rewrite without the torn line so the file stays valid JSONL
             tmp = self.path.with_suffix(".jsonl.tmp")
             tmp.write_text("".join(good), encoding="utf-8")
@@ -52,6 +55,10 @@ class EpisodeStore:
 
     def __contains__(self, key: str) -> bool:
         return key in self.records
+
+    def finished(self, key: str) -> bool:
+        """Whether ``key`` has a record that a re-run keeps (any status but ``error``)."""
+        return key in self.records and is_finished(self.records[key])
 
     def append(self, record: dict[str, Any]) -> None:
         self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -65,8 +72,18 @@ class EpisodeStore:
             self._fh.close()
 
 
+def is_finished(record: dict[str, Any]) -> bool:
+    """An episode a re-run keeps: it ended with any status but ``error`` (an infrastructure failure)."""
+    return record.get("status") != "error"
+
+
+def finished_keys(run_dir: str | Path) -> set[str]:
+    """Keys of the run folder's finished episodes (what a re-run skips)."""
+    return {r["key"] for r in read_episodes(run_dir) if is_finished(r)}
+
+
 def read_episodes(run_dir: str | Path) -> list[dict[str, Any]]:
-    """All complete episode records of a run folder (torn lines skipped)."""
+    """The latest record of each episode of a run folder (torn lines skipped)."""
     path = Path(run_dir) / EPISODES
     out: dict[str, dict[str, Any]] = {}
     if path.exists():

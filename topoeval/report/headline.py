@@ -1,0 +1,72 @@
+"""The headline of a run: per model, ID against OOD success with 95 % CIs, and the collapse's shape.
+
+One row per model, on its zero-shot baseline (the transfer the protocol measures; the first
+baseline run when there is no zero-shot one). The shape is the ladder's named shape of success
+(:mod:`topoeval.analysis.ladder`) when the protocol has a ladder; otherwise, per OOD topology,
+``flat`` when the gap S_id − S_ood is below 2 × the larger noise of the two cells, else ``drop``
+or ``rise`` of that size, with the decision-quality dimension that falls most.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topoeval.analysis.stats import noise
+
+
+def _success(cell: dict[str, Any] | None) -> dict[str, Any]:
+    return ((cell or {}).get("metrics") or {}).get("success") or {}
+
+
+def _point(cell: dict[str, Any] | None) -> dict[str, Any]:
+    stat = _success(cell)
+    return {"topology": (cell or {}).get("topology"), "mean": stat.get("mean"), "ci95": stat.get("ci95"),
+            "n_errors": (cell or {}).get("n_errors") or 0}
+
+
+def _shape(id_cells: list[dict[str, Any]], ood: dict[str, Any], collapse: dict[str, Any] | None) -> str:
+    """flat / drop X / rise X for one OOD topology against the ID cells."""
+    gap = (collapse or {}).get("gap", {}).get(ood["topology"])
+    if gap is None:
+        return "—"
+    spread = max([noise(_success(c)) for c in id_cells] + [noise(_success(ood["cell"]))])
+    if abs(gap) < 2 * spread or gap == 0:
+        return "flat"
+    worst = ((collapse or {}).get("dimension_collapse", {}).get(ood["topology"]) or {}).get("falls_most")
+    text = f"drop {gap:.2f}" if gap > 0 else f"rise {-gap:.2f}"
+    return text + (f" ({worst} falls most)" if worst and gap > 0 else "")
+
+
+def build_headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows: model, baseline, id (mean, ci95 of the ID topology, or the mean over several), ood
+    (one point per OOD topology), shape, n_errors (episodes left out, over the row's cells)."""
+    cells = summary.get("cells") or []
+    collapse = {(e["model"], e["baseline"]): e for e in summary.get("collapse") or []}
+    ladders = {(e["model"], e["baseline"]): e for e in summary.get("ladder") or []}
+    rows = []
+    for model in dict.fromkeys(c["model"] for c in cells):
+        mine = [c for c in cells if c["model"] == model]
+        baselines = list(dict.fromkeys(c["baseline"] for c in mine))
+        baseline = "0-shot" if "0-shot" in baselines else baselines[0]
+        mine = [c for c in mine if c["baseline"] == baseline]
+        id_cells = [c for c in mine if c["role"] == "id"]
+        if len(id_cells) == 1:
+            id_point = _point(id_cells[0])
+        else:
+            means = [_success(c).get("mean") for c in id_cells if _success(c).get("mean") is not None]
+            id_point = {"topology": ", ".join(c["topology"] for c in id_cells), "ci95": None,
+                        "mean": sum(means) / len(means) if means else None}
+        entry = collapse.get((model, baseline))
+        ood = [{**_point(c), "cell": c} for c in mine if c["role"] == "ood"]
+        ladder = (ladders.get((model, baseline)) or {}).get("metrics", {}).get("success")
+        if ladder:
+            shape = ladder["shape"] + (f" at {ladder['breaking_axis']}" if ladder.get("breaking_axis")
+                                       and ladder["shape"] in ("cliff", "steps") else "")
+        else:
+            shape = "; ".join(f"{o['topology']}: {_shape(id_cells, o, entry)}" for o in ood) or "—"
+        rows.append({
+            "model": model, "baseline": baseline, "id": id_point,
+            "ood": [{k: v for k, v in o.items() if k != "cell"} for o in ood],
+            "shape": shape, "n_errors": sum(c.get("n_errors") or 0 for c in mine),
+        })
+    return rows
