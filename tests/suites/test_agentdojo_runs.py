@@ -153,3 +153,17 @@ def test_unknown_domain_in_a_protocol_is_reported_with_its_line():
     assert err.value.lines[0].startswith("p.yaml:5 test[1].params.domain: Input should be 'workspace'")
     with pytest.raises(UserError):
         SuiteRegistry().get("agentdojo").tasks(SuiteRegistry().get("agentdojo").parse_params({}), "test", 0, 19)
+
+
+def test_sensitivity_bar_on_an_agentdojo_topology_uses_its_whole_split():
+    """The metrics' own test on banking's test split: asked for 100 tasks it takes the 5 there are,
+    and the bar holds (reckless, no-ask and no-priority have nothing to break: no user, no trade-offs)."""
+    from topoeval.analysis.sensitivity import bar_violations, protocol_targets, run_matrix
+
+    registry = SuiteRegistry()
+    target = next(t for t in protocol_targets(load_protocol("agentdojo_cross_domain", registry), registry)
+                  if t.name.endswith("/banking"))
+    matrix = run_matrix(target, 100)
+    assert matrix["tasks"] == 5 and bar_violations(matrix) == []
+    assert matrix["cells"]["oracle-serial"]["parallelism"]["mean"] < 1 or matrix["cells"]["oracle"]["parallelism"]["n"] == 0
+    assert matrix["cells"]["oracle-redundant"]["efficiency"]["mean"] <= 0.7

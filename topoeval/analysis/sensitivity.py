@@ -91,12 +91,14 @@ def protocol_targets(protocol: Any, registry: SuiteRegistry) -> list[Target]:
 
 
 def run_matrix(target: Target, n_tasks: int) -> dict[str, Any]:
-    """The reference policies on ``n_tasks`` test tasks of ``target``.
+    """The reference policies on ``n_tasks`` test tasks of ``target`` (all of them when the
+    target's suite has a fixed set of tasks and its test split holds fewer: ``pool_size``).
 
     Returns {"target", "tasks", "cells": {policy: {metric: {"mean", "n"}}}, "noop_successes",
     "quit_early_over": [task ids where its parallelism or efficiency exceeds coverage + slack]}.
     """
-    tasks = target.suite.tasks(target.params, "test", target.seed, n_tasks)
+    pool = target.suite.pool_size(target.params, "test")
+    tasks = target.suite.tasks(target.params, "test", target.seed, n_tasks if pool is None else min(n_tasks, pool))
 
     async def scores(policy_name: str) -> list[dict[str, Any]]:
         policy = make_policy(policy_name)
