@@ -59,7 +59,8 @@ test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP)
 
 test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP)
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_openenv.py
-	$(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verifiers.py
+	$(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verifiers.py \
+		tests/integrations/test_verifiers_multi_turn.py
 
 $(OPENENV_STAMP): pyproject.toml
 	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)

@@ -14,6 +14,11 @@ module, so the taskset's id is ``topoeval-verifiers`` (the :mod:`topoeval_verifi
 - Tools: :class:`TopoevalToolset`, an MCP server per rollout holding the task's world; each tool
   keeps its JSON schema, MCP's hints (read-only, destructive = irreversible, idempotent, closed
   world) and topoeval's annotations under ``_meta["topoeval"]``. Tool names are bare.
+- Multi-turn tasks: :class:`TopoevalEnv`, the taskset's env, sends a task's later instructions one
+  at a time, each when the model answers without a tool call. Tools a task never offers are not
+  listed; tools a later instruction adds are listed from the start (an MCP server's list is fixed
+  per rollout), and the replay judges a call to one before its instruction invalid, as
+  ``topoeval run`` does.
 - Harness: :class:`TopoevalHarness`, verifiers' ``null`` harness (a plain tool-calling loop, so the
   model sees exactly the topology's tools); the taskset makes it the default.
 - Scoring: rewards ``topoeval_success`` (weight 1) and ``topoeval_dq`` (weight 0; reweigh with
@@ -50,7 +55,7 @@ except ImportError:
     raise UserError("topoeval.integrations.verifiers needs the 'verifiers' extra (verifiers>=0.4): "
                     "pip install 'topoeval[verifiers]'") from None
 
-__all__ = ["TopoevalTaskset", "TopoevalHarness", "TopoevalTask", "TopoevalData", "TopoevalToolset",
+__all__ = ["TopoevalTaskset", "TopoevalHarness", "TopoevalEnv", "TopoevalTask", "TopoevalData", "TopoevalToolset",
            "TopoevalTasksetConfig", "load_taskset", "harness_requirements"]
 
 #: The id verifiers loads this taskset (and its default harness) by.
@@ -117,14 +122,19 @@ class TopoevalToolset(vf.Toolset[TopoevalToolsetConfig]):
     async def setup_task(self, task: Any) -> None:
         data = task if isinstance(task, vf.TaskData) else task.data
         self.tasks = _tasks(data)
-        self.world = self.tasks.topology.suite.make_world(Task.model_validate(data.topoeval_task))
-        self.specs = {t.name: t for t in self.tasks.topology.suite.tools}
+        task = Task.model_validate(data.topoeval_task)
+        self.world = self.tasks.topology.suite.make_world(task)
+        # tools the task never offers are not listed; those a later instruction adds (tools_added) are,
+        # since the server's tool list is fixed per rollout (the replay still judges an early call invalid)
+        later = {name for instruction in task.instructions for name in instruction.tools_added}
+        self.hidden = set(task.withheld_tools) - later
+        self.specs = {t.name: t for t in self.tasks.topology.suite.tools if t.name not in self.hidden}
         self.n_calls = 0
 
     def register(self, mcp: Any) -> None:
         from mcp.types import ToolAnnotations
 
-        for spec in self.tasks.topology.suite.tools:
+        for spec in self.specs.values():
             tool = mcp._tool_manager.add_tool(self._caller(spec.name, list(spec.parameters.get("properties", {}))),
                                               name=spec.name, description=spec.description,
                                               annotations=ToolAnnotations(**mcp_annotations(spec)),
@@ -196,6 +206,24 @@ class TopoevalTaskset(vf.Taskset[TopoevalTask, TopoevalTasksetConfig]):
                 id=task.id, name=task.id, prompt=task.prompt, system_prompt=system,
                 topoeval_task=task.model_dump(mode="json"), protocol=c.protocol, topology=tasks.name, split=c.split,
                 max_turns=c.max_turns, suites_dirs=dirs), c.task)
+
+
+class TopoevalEnv(vf.SingleAgentEnv):
+    """The taskset's env: verifiers' single-agent case, which plays the user of a multi-turn task —
+    it sends each later instruction when the agent's segment ends (a reply without tool calls), as
+    ``topoeval run`` does; a one-instruction task runs exactly as in ``SingleAgentEnv``."""
+
+    async def run(self, task: Any, agents: Any) -> None:
+        later = [i["content"] for i in task.data.topoeval_task.get("instructions") or []]
+        if not later:
+            await agents.agent.run(task)
+            return
+        async with agents.agent.interaction(task) as chat:
+            segment = await chat.turn()  # the task's prompt speaks first
+            for instruction in later:
+                if segment.terminated:  # a limit ended the rollout: the rest is never sent
+                    break
+                segment = await chat.turn(instruction)
 
 
 class TopoevalHarness(NullHarness):
