@@ -11,6 +11,8 @@ import pytest
 from huggingface_hub import DatasetCard
 
 import topoeval
+from topoeval.core.policy import Policy
+from topoeval.policies.reference import OraclePolicy
 from topoeval.publish import publish
 from topoeval.core.parquet import read_rows
 
@@ -119,3 +121,71 @@ def test_without_episodes_the_card_declares_only_what_is_there(runs, tmp_path):
     configs = [c["config_name"] for c in DatasetCard.load(out / "README.md").data.to_dict()["configs"]]
     assert configs == ["results", "latest"]
     assert load(out, "data/latest.parquet").num_rows == load(out, "data/results.parquet").num_rows
+
+
+class FlakyBackend(Policy):
+    """The oracle behind a backend that fails on every other task: those episodes end in error."""
+
+    name = "flaky"
+
+    def __init__(self):
+        self.oracle = OraclePolicy()
+
+    async def act(self, messages, tools, sampling, ctx):
+        if int(ctx.task.id.split("/")[-1].split("-")[0]) % 2 == 0:
+            raise ConnectionError("backend down")
+        return await self.oracle.act(messages, tools, sampling, ctx)
+
+
+@pytest.fixture(scope="module")
+def mixed_runs(tmp_path_factory):
+    """Models whose files differ in which columns are all null: noop never calls a tool nor commits,
+    random never answers, flaky's errored episodes have no scores."""
+    base = tmp_path_factory.mktemp("mixed")
+    first = topoeval.run_protocol("wiki_to_travel", ["oracle", "noop", "random", FlakyBackend()], base / "a",
+                                  tasks=3, shots=[0]).run_dir
+    second = topoeval.run_protocol("wiki_to_travel", ["oracle-no-ask", "noop"], base / "b", tasks=4, shots=[0]).run_dir
+    return first, second
+
+
+def materialise(hub, folder):
+    """The repo's files as a local folder (what a clone of the dataset repo holds)."""
+    for rel, data in hub.repos["org/board"].items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+    return folder
+
+
+def test_every_config_loads_with_load_dataset_also_after_a_merge(mixed_runs, tmp_path):
+    from topoeval.publish.schema import EPISODE_COLUMNS, RESULT_COLUMNS, features
+
+    first, second = mixed_runs
+    with FakeHub() as hub:
+        publish([first], "org/board", endpoint=hub.url, retry_wait=0.01)
+        one = materialise(hub, tmp_path / "one")
+        publish([second], "org/board", endpoint=hub.url, retry_wait=0.01)  # merged onto the first
+        two = materialise(hub, tmp_path / "two")
+    declared = {"results": features(RESULT_COLUMNS), "latest": features(RESULT_COLUMNS),
+                "episodes": features(EPISODE_COLUMNS)}
+    for folder, models in ((one, {"oracle", "noop", "random", "flaky"}),
+                           (two, {"oracle", "noop", "random", "flaky", "oracle-no-ask"})):
+        configs = [c["config_name"] for c in DatasetCard.load(folder / "README.md").data.to_dict()["configs"]]
+        assert configs == ["results", "latest", "episodes"]
+        loaded = {c: datasets.load_dataset(str(folder), c, split="train", cache_dir=str(tmp_path / "cache"))
+                  for c in configs}  # what the Hub's dataset viewer does
+        for config, ds in loaded.items():
+            assert ds.features == declared[config], config
+            assert set(ds["model"]) == models, config
+        eps = loaded["episodes"].to_list()
+        noop = [e for e in eps if e["model"] == "noop"]
+        assert noop and all(e["tool_calls"] == 0 and e["risk"] is None for e in noop)
+        flaky = [e for e in eps if e["model"] == "flaky"]
+        errored = [e for e in flaky if e["status"] == "error"]
+        assert errored and all(e["success"] is None and "backend down" in e["errors"] for e in errored)
+        assert all(e["success"] == 1.0 for e in flaky if e["status"] != "error")
+        success = [r for r in loaded["results"].to_list() if r["metric"] == "success" and r["model"] == "flaky"]
+        assert success and all(r["incomplete"] and r["n_errors"] == 2 and r["mean"] == 1.0 for r in success)
+        assert not any(r["incomplete"] for r in loaded["results"].to_list() if r["model"] != "flaky")
+    # the second publish merged: both task sets of noop, the first run's rows kept
+    assert len({r["task_set_sha256"] for r in loaded["results"].to_list() if r["model"] == "noop"}) == 2
+    assert "| flaky (incomplete: 4 err) |" in (two / "README.md").read_text()

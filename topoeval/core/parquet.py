@@ -12,14 +12,16 @@ def _quiet() -> None:
     disable_progress_bar()
 
 
-def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write ``rows`` (dicts with the same keys) as one parquet file; parent folders are created."""
+def write_rows(rows: list[dict[str, Any]], path: str | Path, features: Any = None) -> Path:
+    """Write ``rows`` (dicts with the same keys) as one parquet file; parent folders are created.
+    ``features`` (``datasets.Features``) fixes the column types instead of inferring them from
+    these rows, so files written apart share one schema."""
     from datasets import Dataset
 
     _quiet()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(rows).to_parquet(str(path))
+    Dataset.from_list(rows, features=features).to_parquet(str(path))
     return path
 
 

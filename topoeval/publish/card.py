@@ -41,6 +41,8 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         boards[protocol].append({
             "model": model, "baseline": baseline, "task_set": task_set[:12], "S_id": s_id, "S_ood": s_ood,
             "dq_id": dq_id, "dq_ood": dq_ood, "noise": ood_noise, "n": max(r["n"] for r in mine),
+            # episodes whose backend failed, left out of the means (one success row per topology)
+            "n_errors": sum(r.get("n_errors") or 0 for r in mine if r["metric"] == "success"),
             "reproduce": mine[0]["reproduce"], "protocol_sha256": mine[0]["protocol_sha256"],
         })
     for entries in boards.values():
@@ -65,8 +67,8 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True)
              f"# topoeval leaderboard — `{repo_id}`", "",
              f"How agents trained on one tool topology generalise to another, measured with topoeval {__version__}. "
              "Configs: `results` (one row per "
-             "protocol × model × baseline × topology × metric: mean, std, se, 95 % CI, n, pass@k, pass^k, hashes, "
-             "date), `latest` (the newest row of each)"
+             "protocol × model × baseline × topology × metric: mean, std, se, 95 % CI, n, pass@k, pass^k, n_errors "
+             "and incomplete, hashes, date), `latest` (the newest row of each)"
              + (", `episodes` (every episode's conversation and scores)." if episodes else "."), "",
              "Rows are sorted by OOD success (mean over the protocol's OOD topologies); `=` marks a row that ties "
              "the one above it (difference below 2 × the larger std / standard error). Each row is reproduced by "
@@ -77,8 +79,14 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True)
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for i, e in enumerate(entries, 1):
             tie = "=" if e.get("tie") else ""
-            lines.append(f"| {i} | {e['model']} | {e['baseline']} | {_f(e['S_ood'])}{tie} | {_f(e['S_id'])} | "
+            model = e["model"] + (f" (incomplete: {e['n_errors']} err)" if e.get("n_errors") else "")
+            lines.append(f"| {i} | {model} | {e['baseline']} | {_f(e['S_ood'])}{tie} | {_f(e['S_id'])} | "
                          f"{_f(e['dq_ood'])} | {_f(e['dq_id'])} | {e['n']} | `{e['task_set']}` | `{e['reproduce']}` |")
         hashes = sorted({e["protocol_sha256"][:16] for e in entries})
-        lines += ["", f"Protocol sha256: {', '.join(f'`{h}`' for h in hashes)}.", ""]
+        lines += [""]
+        if any(e.get("n_errors") for e in entries):
+            lines += ["**Incomplete rows**: `(incomplete: N err)` marks a row whose run left N episodes in error (the "
+                      "backend failed, not the model); they are left out of its means. Re-running its command retries "
+                      "them.", ""]
+        lines += [f"Protocol sha256: {', '.join(f'`{h}`' for h in hashes)}.", ""]
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 from topoeval.core.errors import UserError
 from topoeval.core.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
+from topoeval.publish.schema import EPISODE_COLUMNS, RESULT_COLUMNS, conform, features
 from topoeval.publish.tables import episode_rows, episodes_path, latest, merge, result_rows
 
 RESULTS_FILE = "data/results.parquet"
@@ -27,21 +28,24 @@ LATEST_FILE = "data/latest.parquet"
 def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
           existing: list[dict[str, Any]] | None = None, episodes: bool = True) -> list[str]:
     """Write the folder a publish uploads: results merged into ``existing``, the latest view,
-    the runs' episodes (unless ``episodes=False``) and the card. Returns the repo paths written."""
+    the runs' episodes (unless ``episodes=False``) and the card. Returns the repo paths written.
+    Every file is written from its config's declared schema (:mod:`topoeval.publish.schema`)."""
     out = Path(out)
-    new = [row for d in run_dirs for row in result_rows(d)]
+    new = conform([row for d in run_dirs for row in result_rows(d)], RESULT_COLUMNS)
     if not new:
         raise UserError("nothing to publish: the runs have no cells")
-    rows = merge(existing or [], new)
-    write_rows(rows, out / RESULTS_FILE)
-    write_rows(latest(rows), out / LATEST_FILE)
+    rows = merge(conform(existing or [], RESULT_COLUMNS), new)
+    result_features = features(RESULT_COLUMNS)
+    write_rows(rows, out / RESULTS_FILE, result_features)
+    write_rows(latest(rows), out / LATEST_FILE, result_features)
     written = [RESULTS_FILE, LATEST_FILE]
+    episode_features = features(EPISODE_COLUMNS)
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
-        for row in episode_rows(d):
+        for row in conform(episode_rows(d), EPISODE_COLUMNS):
             groups.setdefault(episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"]), []).append(row)
         for rel, ep_rows in sorted(groups.items()):
-            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel)
+            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel, episode_features)
             written.append(rel)
     (out / "README.md").write_text(render_card(rows, repo_id, episodes), encoding="utf-8")
     written.append("README.md")

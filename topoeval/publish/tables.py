@@ -11,11 +11,12 @@ from topoeval.core.version import __version__
 from topoeval.core.errors import UserError
 from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json
 
+from topoeval.publish.schema import SCORE_COLUMNS
+
 #: A results row is replaced by a newer publish of the same key.
 RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256")
 #: The latest view keeps, per model, the newest row of each of these.
 LATEST_KEY = ("protocol", "model", "baseline", "topology", "metric")
-SCORE_COLUMNS = ("success", "f1", "dq", "clarification", "priority", "risk", "parallelism", "efficiency")
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -41,12 +42,16 @@ def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
 
 
 def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per model × baseline × topology × metric of a run."""
+    """One row per model × baseline × topology × metric of a run. Every cell has a ``success`` row,
+    also one whose episodes all ended in error (its mean then null); ``n_errors`` and ``incomplete``
+    repeat the cell's count of episodes left out."""
     meta, summary = load_run(run_dir)
     date = meta.get("ended") or meta.get("started")
     rows = []
     for cell in summary["cells"]:
-        for metric, stats in cell["metrics"].items():
+        metrics = dict(cell["metrics"])
+        metrics.setdefault("success", {"mean": None, "std": None, "ci95": None, "n": 0})
+        for metric, stats in sorted(metrics.items()):
             if not isinstance(stats, dict) or "mean" not in stats:
                 continue
             ci = stats.get("ci95") or [None, None]
@@ -58,6 +63,7 @@ def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                 "ci_low": ci[0], "ci_high": ci[1], "n": stats.get("n", 0),
                 "pass_at_k": [pass_k[k] for k in sorted(pass_k, key=int)],
                 "pass_hat_k": [pass_hat[k] for k in sorted(pass_hat, key=int)],
+                "n_errors": cell.get("n_errors", 0), "incomplete": bool(cell.get("n_errors", 0)),
                 "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
                 "samples": meta.get("samples", 1), "topoeval_version": meta.get("topoeval_version", __version__),
                 "date": date, "run_id": summary.get("run_id", Path(run_dir).name),
@@ -67,18 +73,21 @@ def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per episode: labels, every score, and the conversation as JSON."""
+    """One row per episode (its latest record): labels, every score, the errors, and the
+    conversation as JSON. An episode that ended in error has null scores."""
     meta, summary = load_run(run_dir)
     rows = []
-    for rec in EpisodeStore(Path(run_dir)).records.values():
-        scores = rec.get("scores", {})
+    store = EpisodeStore(Path(run_dir))
+    store.close()
+    for rec in store.records.values():
+        scores = rec.get("scores") or {}
         rows.append({
             "protocol": summary["protocol"], "model": rec["model"], "baseline": rec["baseline"],
             "topology": rec["topology"], "role": rec.get("role"), "episode_id": rec["episode_id"],
             "task_id": rec["task_id"], "family": rec.get("family"), "sample": rec.get("sample", 0),
             "status": rec["status"], "turns": rec.get("turns", 0), "tool_calls": scores.get("tool_calls", 0),
-            **{c: (None if scores.get(c) is None else float(scores[c])) for c in SCORE_COLUMNS},
-            "final_answer": rec.get("final_answer"),
+            **{c: (None if scores.get(c) is None or rec["status"] == "error" else float(scores[c])) for c in SCORE_COLUMNS},
+            "final_answer": rec.get("final_answer"), "errors": json.dumps(rec.get("errors") or [], ensure_ascii=False),
             "messages": json.dumps(rec.get("messages", []), ensure_ascii=False),
             "calls": json.dumps(rec.get("calls", []), ensure_ascii=False),
             "events": json.dumps(rec.get("events", []), ensure_ascii=False),

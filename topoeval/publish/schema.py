@@ -1,0 +1,49 @@
+"""The declared schema of every published config: one ``datasets.Features`` per config.
+
+Every parquet file of a config is written from its schema, never from types inferred per file: a
+column that is all null in one file (``final_answer`` of a model that never answers, ``risk`` of
+one that never commits) is still ``float64`` / ``string`` there, so the Hub's viewer and
+``datasets.load_dataset(REPO, CONFIG)`` read all of a config's files as one table. Rows are
+normalised to the schema first: a column a row lacks (a row published by an older topoeval) is
+filled with the column's default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: results / latest: one row per protocol × model × baseline × topology × metric.
+RESULT_COLUMNS: dict[str, str] = {
+    "protocol": "string", "model": "string", "baseline": "string", "topology": "string", "role": "string",
+    "suite": "string", "metric": "string", "mean": "float64", "std": "float64", "se": "float64",
+    "ci_low": "float64", "ci_high": "float64", "n": "int64", "pass_at_k": "list[float64]",
+    "pass_hat_k": "list[float64]", "n_errors": "int64", "incomplete": "bool", "protocol_sha256": "string",
+    "task_set_sha256": "string", "samples": "int64", "topoeval_version": "string", "date": "string",
+    "run_id": "string", "reproduce": "string",
+}
+#: episodes: one row per episode (the conversation, calls and events as JSON text).
+SCORE_COLUMNS = ("success", "f1", "dq", "clarification", "priority", "risk", "parallelism", "efficiency")
+EPISODE_COLUMNS: dict[str, str] = {
+    "protocol": "string", "model": "string", "baseline": "string", "topology": "string", "role": "string",
+    "episode_id": "string", "task_id": "string", "family": "string", "sample": "int64", "status": "string",
+    "turns": "int64", "tool_calls": "int64", **{c: "float64" for c in SCORE_COLUMNS}, "final_answer": "string",
+    "errors": "string", "messages": "string", "calls": "string", "events": "string",
+    "protocol_sha256": "string", "task_set_sha256": "string",
+}
+#: What a row that lacks a column gets (others: null).
+DEFAULTS: dict[str, Any] = {"n_errors": 0, "incomplete": False, "pass_at_k": [], "pass_hat_k": [], "errors": "[]"}
+
+
+def features(columns: dict[str, str]):
+    """The ``datasets.Features`` of a column table."""
+    import datasets
+    from datasets import Features, Value
+
+    listing = getattr(datasets, "List", None) or datasets.Sequence  # List since datasets 4
+    return Features({name: listing(Value(kind[5:-1])) if kind.startswith("list[") else Value(kind)
+                     for name, kind in columns.items()})
+
+
+def conform(rows: list[dict[str, Any]], columns: dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with exactly the schema's columns, in its order (missing ones defaulted)."""
+    return [{name: row.get(name, DEFAULTS.get(name)) for name in columns} for row in rows]
