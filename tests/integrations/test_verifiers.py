@@ -37,10 +37,10 @@ def harness_env() -> dict[str, str]:
             "PATH": f"{BIN}:{os.environ['PATH']}"}
 
 
-def rollouts(topology: str, variant: str, monkeypatch, **taskset) -> list:
+def rollouts(topology: str, variant: str, monkeypatch, n: int = N, **taskset) -> list:
     """One rollout per task, concurrently, through the taskset's default (null) harness."""
     monkeypatch.setenv("TOPOEVAL_TEST_KEY", "local")
-    config = TopoevalTasksetConfig(id=PLUGIN_ID, protocol=PROTOCOL, topology=topology, split="test", n=N, **taskset)
+    config = TopoevalTasksetConfig(id=PLUGIN_ID, protocol=PROTOCOL, topology=topology, split="test", n=n, **taskset)
     agent = vf.AgentConfig(harness={"id": PLUGIN_ID, "env": harness_env()}, runtime=vf.SubprocessConfig())
     env = vf.load_environment(vf.SingleAgentEnvConfig(taskset=config, agent=agent))
     tasks = list(env.taskset)
@@ -93,9 +93,9 @@ def test_turn_limit_stops_the_rollout_as_the_evaluation_would(monkeypatch, tmp_p
 
     from topoeval.runner.run import arun_episodes
 
-    run = aio.run(arun_episodes(PROTOCOL, ["oracle"], tmp_path, tasks=N, shots=[0], max_turns=2))
+    run = aio.run(arun_episodes(PROTOCOL, ["oracle"], tmp_path, tasks=1, shots=[0], max_turns=2))
     reference = {(r["topology"], r["task_id"]): r["scores"] for r in run.records}
-    for data, trace in rollouts("travel", "oracle", monkeypatch, max_turns=2):
+    for data, trace in rollouts("travel", "oracle", monkeypatch, n=1, max_turns=2):
         assert trace.stop_condition == "topoeval_turn_limit"
         assert trace.rewards["topoeval_success"].score == 0.0
         assert_equal_to_run(trace, reference[("travel", data.id)])
