@@ -3,6 +3,9 @@
 ``topoeval.run_protocol`` and ``topoeval run`` both come here. The runner below writes run.json and
 episodes.jsonl and returns; this module asks the analysis layer for ``summary.json`` and the report
 layer for ``report.md``, the plots and ``report.html``, so the runner never depends on either.
+Past one process (docs/scaling.md): one shard of a run (``shard``, a partial summary), K local
+worker processes or Ray tasks (``workers``, ``executor``), and :func:`merge_runs`, which turns the
+shards' episode files into the summary and reports an unsharded run writes.
 """
 
 from __future__ import annotations
@@ -14,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.analysis.summary import build_summary
+from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
 from topoeval.models.options import ModelOptions
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
-from topoeval.runner.store import write_json
+from topoeval.runner.shards import MissingEpisodes, Shard, append_missing, combine, write_episodes, write_plan
+from topoeval.runner.store import EPISODES, RUN_JSON, write_json
 
-__all__ = ["RunResult", "run_protocol", "arun_protocol", "summarise_run", "ContaminationWarning", "BackendWarning"]
+__all__ = ["RunResult", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "ContaminationWarning",
+           "BackendWarning", "MissingEpisodes"]
 
 
 @dataclass
@@ -64,6 +70,9 @@ def run_protocol(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     trained_on: list[str | Path] | tuple = (),
+    shard: str | Shard | None = None,
+    workers: int | None = None,
+    executor: str = "local",
 ) -> RunResult:
     """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
 
@@ -81,19 +90,109 @@ def run_protocol(
     the run goes on. Episodes whose backend still fails end in ``error``: they are left out of every
     statistic (``RunResult.errors``, the cells' ``n_errors``), and the next run retries them.
     """
+    options = dict(tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dirs, progress=progress,
+                   shots=shots, model_options=model_options, cache=cache, max_turns=max_turns, max_tokens=max_tokens,
+                   trained_on=trained_on)
+    if executor not in ("local", "ray"):
+        raise UserError(f"--executor must be local or ray, not '{executor}'")
+    if executor == "ray" or (workers is not None and workers != 1):
+        if shard is not None:
+            raise UserError("--shard runs one shard in this process; give --shard or --workers/--executor ray, not both")
+        return _run_parallel(protocol, models, out, options, workers, executor)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(arun_protocol(
-            protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
-            suites_dirs=suites_dirs, progress=progress, shots=shots, model_options=model_options, cache=cache,
-            max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on,
-        ))
+        return runner.run(arun_protocol(protocol, models, out, shard=shard, **options))
 
 
 async def arun_protocol(protocol: Protocol | str | Path, models: list[str | Policy], out: str | Path | None = None,
                         **options: Any) -> RunResult:
-    """:func:`run_protocol` inside a running event loop (same arguments)."""
-    run = await arun_episodes(protocol, models, out, **options)
+    """:func:`run_protocol` inside a running event loop (same arguments, one process: no ``workers``)."""
+    shard = options.pop("shard", None)
+    shard = Shard.parse(shard) if isinstance(shard, str) else shard
+    run = await arun_episodes(protocol, models, out, shard=shard, **options)
+    return summarise_shard(run) if shard is not None else summarise_run(run)
+
+
+def _run_parallel(protocol, models, out, options: dict[str, Any], workers: int | None, executor: str) -> RunResult:
+    """The run folder set up here (run.json, plan.json, the preflight), the shards run by worker
+    processes or Ray tasks, then merged here."""
+    from topoeval.runner.workers import run_local_workers, worker_count
+
+    started = time.perf_counter()
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        prepared = runner.run(arun_episodes(protocol, models, out, plan_only=True, **options))
+    run_dir = prepared.run_dir.resolve()
+    # the workers get the protocol as loaded here (no path to resolve again) and absolute folders;
+    # the contamination check ran here, once
+    spec = {**options, "protocol": prepared.protocol, "models": models, "trained_on": (),
+            "suites_dirs": [Path(d).resolve() for d in options["suites_dirs"]]}
+    progress = spec.pop("progress")
+    episodes_started = time.perf_counter()
+    if executor == "ray":
+        from topoeval.runner.ray_executor import run_on_ray
+
+        outcomes = run_on_ray(spec, run_dir, workers or None)
+    else:
+        outcomes = run_local_workers(spec, run_dir, worker_count(workers), progress=progress)
+    episodes_s = time.perf_counter() - episodes_started
+    failed = [o for o in outcomes if o.failure]
+    if failed:
+        first = failed[0]
+        raise UserError(f"{len(failed)} of {len(outcomes)} shards did not finish (shard {first.shard}: {first.failure}); "
+                        "their finished episodes are kept: run the same command again to resume")
+    result = merge_runs([run_dir])
+    result.new_episodes = sum(o.new_episodes for o in outcomes)
+    result.reused_episodes = prepared.reused_episodes
+    result.timing = {"setup_s": prepared.timing.get("setup_s", 0.0), "episodes_s": episodes_s,
+                     "reports_s": result.timing.get("reports_s", 0.0), "total_s": time.perf_counter() - started}
+    return result
+
+
+def merge_runs(run_dirs: list[str | Path], out: str | Path | None = None) -> RunResult:
+    """Merge the episode files of one run's shards (one folder holding them all, or a folder per
+    shard) and write the summary.json, reports and plots an unsharded run writes, into ``out``
+    (default: the one folder given). Raises :class:`MissingEpisodes` (listing them) when planned
+    episodes are missing, and a one-line UserError for folders of different runs or a key with two
+    different results."""
+    dirs = [Path(d) for d in run_dirs]
+    combined = combine(dirs)
+    if combined.missing:
+        raise MissingEpisodes(combined.missing, len(combined.plan.keys), combined.missing_by_shard())
+    if out is None and len(dirs) > 1:
+        raise UserError("merging several folders needs --out (the folder to write the merged run into)")
+    out_dir = Path(out) if out is not None else dirs[0]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta = dict(combined.meta)
+    if any(out_dir.resolve() == d.resolve() for d in dirs):
+        append_missing(out_dir / EPISODES, combined.records)  # the folder keeps its history lines
+    else:
+        meta["merged_from"] = [str(d) for d in dirs]
+        write_episodes(out_dir / EPISODES, combined.records)
+    write_json(out_dir / RUN_JSON, meta)
+    write_plan(out_dir, combined.plan)
+    run = EpisodeRun(run_dir=out_dir, protocol=Protocol.model_validate(meta["protocol"]), records=combined.records,
+                     order=[tuple(o) for o in combined.plan.order], protocol_sha256=meta["protocol_sha256"],
+                     task_set_sha256=meta["task_set_sha256"], meta=meta, reused_episodes=len(combined.records),
+                     planned=combined.plan.keys)
     return summarise_run(run)
+
+
+def summarise_shard(run: EpisodeRun) -> RunResult:
+    """A shard's partial ``summary.shard-i-of-n.json`` (its own episodes only; it says so). No reports:
+    the run's summary and reports come from :func:`merge_runs` once every shard is done."""
+    assert run.shard is not None
+    owned = sum(1 for key in run.planned if run.shard.owns(key))
+    summary = build_summary(
+        run.protocol.name, run.records, run.order,
+        extra={"run_id": run.run_dir.name, "protocol_sha256": run.protocol_sha256,
+               "task_set_sha256": run.task_set_sha256,
+               "partial": {"shard": run.shard.label, "episodes": len(run.records), "planned": owned,
+                           "planned_total": len(run.planned),
+                           "note": "one shard of the run: `topoeval merge` its folder(s) for the run's summary"}},
+        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps,
+    )
+    write_json(run.run_dir / run.shard.summary_name, summary)
+    return RunResult(run_dir=run.run_dir, summary=summary, new_episodes=run.new_episodes,
+                     reused_episodes=run.reused_episodes, errors=run.errors, timing=dict(run.timing))
 
 
 def summarise_run(run: EpisodeRun) -> RunResult:

@@ -44,7 +44,8 @@ def run(
     shots: Annotated[Optional[str], typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
     max_turns: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
-    api_base: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL (vLLM, llama.cpp, ...).")] = None,
+    api_base: Annotated[Optional[list[str]], typer.Option(
+        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for replicas.")] = None,
     api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
     tool_mode: Annotated[str, typer.Option(help="auto | native | prompt.")] = "auto",
     temperature: Annotated[Optional[float], typer.Option(help="Override the protocol's temperature.")] = None,
@@ -56,6 +57,12 @@ def run(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     trained_on: Annotated[Optional[list[Path]], typer.Option(
         help="A `topoeval export` folder the model was trained on (repeatable): warns if evaluated tasks are in it.")] = None,
+    shard: Annotated[Optional[str], typer.Option(
+        help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval merge`.")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        min=0, help="Run the episodes in K local processes (0: one per core), merged at the end.")] = None,
+    executor: Annotated[str, typer.Option(
+        help="local | ray: with ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs topoeval[ray].")] = "local",
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
     from topoeval.models.options import ModelOptions
@@ -69,7 +76,7 @@ def run(
         shot_list = [int(s) for s in shots.replace(",", " ").split()] if shots else None
     except ValueError:
         raise UserError(f"--shots takes numbers like '0,1', not '{shots}'") from None
-    options = ModelOptions(api_base=api_base, api_key=api_key, tool_mode=tool_mode, temperature=temperature,
+    options = ModelOptions(api_bases=api_base or [], api_key=api_key, tool_mode=tool_mode, temperature=temperature,
                            top_p=top_p, timeout_s=timeout, max_retries=max_retries)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ContaminationWarning)
@@ -78,6 +85,7 @@ def run(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
             suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
             model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or (),
+            shard=shard, workers=workers, executor=executor,
         )
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
@@ -87,10 +95,40 @@ def run(
         + (f", {result.errors} with errors" if result.errors else "") + ")"
     )
     print_success_table(result.summary, console)
+    if "partial" in result.summary:
+        part = result.summary["partial"]
+        console.print(f"shard {part['shard']}: {part['episodes']} of its {part['planned']} planned episodes are in "
+                      f"{result.run_dir} (the run plans {part['planned_total']}); when every shard is done: "
+                      f"topoeval merge {result.run_dir}")
     if result.errors:
         typer.echo(f"{result.errors} episode(s) ended in error (the backend failed, not the model): left out of the "
                    "scores, their cells marked incomplete; run the same command again to retry them", err=True)
         raise typer.Exit(EXIT_EPISODE_ERRORS)
+
+
+@app.command()
+def merge(
+    run_dirs: Annotated[list[Path], typer.Argument(help="The run folder(s) of one run's shards.")],
+    out: Annotated[Optional[Path], typer.Option(help="Write the merged run here (default: the one folder given).")] = None,
+) -> None:
+    """Merge a run's shards: the summary.json, reports and plots of the whole run (exit 1, listing them,
+    if planned episodes are missing)."""
+    from topoeval.api import MissingEpisodes, merge_runs
+    from topoeval.report.tables import print_success_table
+
+    try:
+        result = merge_runs(run_dirs, out)
+    except MissingEpisodes as exc:
+        typer.echo(f"error: {exc}", err=True)
+        for key in exc.missing[:20]:
+            typer.echo(f"  missing: {key}", err=True)
+        if len(exc.missing) > 20:
+            typer.echo(f"  ... and {len(exc.missing) - 20} more", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    console = _console()
+    console.print(f"merged {len(run_dirs)} folder(s) into {result.run_dir}: {len(result.summary['cells'])} cells, "
+                  f"{result.reused_episodes} episodes" + (f", {result.errors} with errors" if result.errors else ""))
+    print_success_table(result.summary, console)
 
 
 @app.command()
@@ -292,6 +330,7 @@ def train(
     out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default adapters/).")] = None,
     work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default runs/train/<name>).")] = None,
     fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Export and tokenize the data, print its size, train nothing.")] = False,
 ) -> None:
     """Fine-tune the embedded model with LoRA on the protocol's train topology (CPU) and write a GGUF adapter;
     the same command resumes an interrupted run (needs the 'train' extra; docs/training.md)."""
@@ -300,10 +339,16 @@ def train(
 
     cfg = TrainConfig(protocol=protocol, n=n, epochs=epochs, max_steps=max_steps, data=[str(d) for d in data or ()],
                       learning_rate=learning_rate, seed=seed, name=name, base=base, save_steps=save_steps,
-                      threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh)
+                      threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run)
     command = "topoeval " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else f"topoeval train {protocol}"
     result = run_training(cfg, command)
     rec = result.record
+    if dry_run:
+        t = rec["tokens"]
+        typer.echo(f"{result.name}: {t['conversations']} conversations (data sha256 {rec['data']['sha256'][:12]}); tokens "
+                   f"per conversation {t['shortest']}..{t['longest']} (median {t['median']}), {t['total']} in all, "
+                   f"{t['assistant']} of them learned (assistant turns)")
+        return
     first = rec["loss_curve"][0]["loss"] if rec["loss_curve"] else None
     typer.echo(f"{result.name}: {rec['steps']} steps, loss {first} -> {rec['final_loss']}, {rec['seconds']['train']} s "
                f"training; wrote {result.gguf or result.adapter_dir} and {result.record_path}")
@@ -326,6 +371,25 @@ def serve_openenv(
     typer.echo(f"OpenEnv server on http://{host}:{port} (WebSocket /ws, /schema, /health); Ctrl-C stops it", err=True)
     serve(host=host, port=port, protocol=protocol, topology=topology, split=split, metric=metric,
           max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()))
+
+
+@app.command("serve-mcp")
+def serve_mcp(
+    target: Annotated[str, typer.Argument(help="A suite name, or a protocol (name or YAML path).")],
+    topology: Annotated[Optional[str], typer.Option(help="The protocol's topology (default: its train topology).")] = None,
+    split: Annotated[str, typer.Option(help="train | dev | test | fewshot.")] = "test",
+    index: Annotated[Optional[int], typer.Option(min=0, help="Task index in the split (default 0).")] = None,
+    task_id: Annotated[Optional[str], typer.Option(help="The task's id, e.g. travel/test/3-1a2b3c4d (instead of --index).")] = None,
+    suites_dir: SuitesDir = None,
+) -> None:
+    """Serve one task of a topology as a stdio MCP server: its tools with MCP annotations (topoeval's in
+    _meta), the task and its scores as resources (needs the 'mcp' extra; see docs/suites-mcp.md)."""
+    from topoeval.integrations.mcp_server import serve
+
+    if index is not None and task_id is not None:
+        raise UserError("give --index or --task-id, not both")
+    serve(target, topology=topology, split=split, index=index, task_id=task_id,
+          suites_dirs=tuple(str(d) for d in suites_dir or ()))
 
 
 @app.command()

@@ -31,6 +31,9 @@ class EpisodeContext:
     suite: "Suite"
     sample: int
     shots: int
+    #: the episode's key in its run (model|baseline|topology|task|sample); "" outside a run.
+    #: Backends with several replicas pin an episode to one by it.
+    key: str = ""
 
 
 class ContextLimitError(Exception):

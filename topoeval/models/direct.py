@@ -1,7 +1,9 @@
 """The lean path to OpenAI-compatible servers (vLLM, SGLang, llama.cpp server, any --api-base).
 
 One pooled aiohttp session with keep-alive connections; no per-request client set-up. Select it
-with a model name ``direct:<served model name>`` and ``--api-base``.
+with a model name ``direct:<served model name>`` and ``--api-base``. Several ``--api-base`` URLs are
+replicas of one model: each episode is pinned to one, and moves to another when its replica fails
+(:mod:`topoeval.models.replicas`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
+from topoeval.models.replicas import CURRENT_EPISODE, ReplicaPool, episode_pin
 from topoeval.models.retry import CONTEXT_LIMIT, NON_RETRYABLE, PermanentError, TransientError, parse_retry_after, permanent_fix
-from topoeval.core.policy import ContextLimitError, SamplingParams
+from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
 
 try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
     import orjson
@@ -40,8 +43,16 @@ class DirectPolicy(ChatPolicy):
         if not options.api_base:
             raise UserError(f"model 'direct:{model}' needs --api-base (the server's /v1 URL)")
         super().__init__(model, options, name or f"direct:{model}")
-        self.url = options.api_base.rstrip("/") + "/chat/completions"
+        self.replicas = ReplicaPool([u.rstrip("/") + "/chat/completions" for u in options.api_bases or [options.api_base]])
+        self.url = self.replicas.urls[0]
         self._session = None
+
+    async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        token = CURRENT_EPISODE.set(episode_pin(ctx))  # which replica complete() sends this episode to
+        try:
+            return await super().act(messages, tools, sampling, ctx)
+        finally:
+            CURRENT_EPISODE.reset(token)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -64,21 +75,26 @@ class DirectPolicy(ChatPolicy):
         if tools:
             body.update(tools=tools, tool_choice="auto")
         session = self._session if self._session is not None and not self._session.closed else await self._get_session()
+        url = self.replicas.pick(CURRENT_EPISODE.get())
         try:
-            async with session.post(self.url, data=_dumps(body)) as resp:
+            async with session.post(url, data=_dumps(body)) as resp:
                 raw = await resp.read()
+                if resp.status >= 500:  # this replica is failing: cool it down, the retry goes to another
+                    self.replicas.failed(url)
                 if resp.status in (408, 429) or resp.status >= 500:
                     raise TransientError(f"HTTP {resp.status}: {raw[:200]!r}",
                                          retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
                 if resp.status >= 400:
                     raise self._refused(resp.status, raw)
         except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
+            self.replicas.failed(url)
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
+        self.replicas.succeeded(url)
         try:
             data = _loads(raw)
             return message_from_openai(data["choices"][0]["message"], data.get("usage"))
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise RuntimeError(f"malformed response from {self.url}: {raw[:200]!r}") from exc
+            raise RuntimeError(f"malformed response from {url}: {raw[:200]!r}") from exc
 
     def _refused(self, status: int, raw: bytes) -> Exception:
         """A 4xx answer (not 408/429) as the exception the runner and the preflight act on."""

@@ -1,4 +1,9 @@
-"""Any provider litellm knows (``provider/model``), including OpenAI-compatible servers via ``--api-base``."""
+"""Any provider litellm knows (``provider/model``), including OpenAI-compatible servers via ``--api-base``.
+
+Several ``--api-base`` URLs (replicas of one model) go through litellm's Router: its session
+affinity keeps an episode on one replica (the episode key is the session id), its cooldowns take a
+failing replica out, and our retry path sends the failed request again through the Router.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ from typing import Any
 from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
+from topoeval.models.replicas import CURRENT_EPISODE, episode_pin
 from topoeval.models.retry import (CONTEXT_LIMIT, MISSING_CREDENTIALS, NON_RETRYABLE, PermanentError, TransientError,
                                    parse_retry_after, permanent_fix)
-from topoeval.core.policy import ContextLimitError, SamplingParams
+from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
 
 _TRANSIENT_NAMES = {
     "RateLimitError", "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",
@@ -34,6 +40,25 @@ class LiteLLMPolicy(ChatPolicy):
     def __init__(self, model, options, name=None):
         self.litellm = import_litellm()
         super().__init__(model, options, name)
+        self.router = self._router() if len(options.api_bases) > 1 else None
+
+    def _router(self):
+        """litellm's Router over the replicas: one deployment per URL, episodes pinned by session id."""
+        deployments = [{"model_name": "topoeval-replicas", "litellm_params": {
+            "model": self.model, "api_base": url, **({"api_key": self.options.api_key} if self.options.api_key else {})}}
+            for url in self.options.api_bases]
+        return self.litellm.Router(
+            model_list=deployments, num_retries=0, allowed_fails=0, cooldown_time=2.0, timeout=self.options.timeout_s,
+            optional_pre_call_checks=["session_affinity"], session_affinity_repin_on_failover=True)
+
+    async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
+        if self.router is None:
+            return await super().act(messages, tools, sampling, ctx)
+        token = CURRENT_EPISODE.set(episode_pin(ctx))  # the Router's session id for this episode
+        try:
+            return await super().act(messages, tools, sampling, ctx)
+        finally:
+            CURRENT_EPISODE.reset(token)
 
     def default_tool_mode(self) -> str:
         """native when litellm says the model supports function calling, or when an OpenAI-compatible
@@ -65,7 +90,16 @@ class LiteLLMPolicy(ChatPolicy):
         if self.options.api_key:
             kwargs["api_key"] = self.options.api_key
         try:
-            response = await self.litellm.acompletion(**kwargs)
+            if self.router is not None:
+                # the replicas' URL and key are in the Router's deployments (a per-request key would make
+                # the Router treat the request as another deployment, and lose the episode's pin)
+                kwargs.pop("api_base", None)
+                kwargs.pop("api_key", None)
+                session = CURRENT_EPISODE.get()
+                response = await self.router.acompletion(
+                    **{**kwargs, "model": "topoeval-replicas"}, **({"metadata": {"session_id": session}} if session else {}))
+            else:
+                response = await self.litellm.acompletion(**kwargs)
         except Exception as exc:
             raise _classify(exc, self.key_hint, self.options.api_base) from exc
         reply = message_from_openai(response.choices[0].message.model_dump(), _usage(response))

@@ -207,7 +207,7 @@ async def run_episode(
     """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults).
     The world is closed when the episode ends, fails or is cancelled."""
     state = EpisodeState(suite, task, system_prompt, demos, limits)
-    ctx = EpisodeContext(task=task, suite=suite, sample=sample, shots=shots)
+    ctx = EpisodeContext(task=task, suite=suite, sample=sample, shots=shots, key=labels.get("key", ""))
     try:
         while not state.done:
             try:

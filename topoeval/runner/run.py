@@ -14,6 +14,7 @@ import re
 import subprocess
 import time
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,8 @@ from topoeval.policies.registry import is_reference, make_policy
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.runner.episode import episode_id, episode_key, run_episode
-from topoeval.runner.store import RUN_JSON, EpisodeStore, finished_keys, is_finished, read_json, write_json
+from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, write_plan
+from topoeval.runner.store import EPISODES, RUN_JSON, EpisodeStore, episode_files, finished_keys, is_finished, read_json, write_json
 from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
 
 DEFAULT_RESULTS = REPO_ROOT / "results"
@@ -54,6 +56,10 @@ class EpisodeRun:
     reused_episodes: int = 0
     #: wall seconds of ``setup_s`` (protocol, tasks, demos) and ``episodes_s``
     timing: dict[str, float] = field(default_factory=dict)
+    #: the shard this process ran (``records`` are then the shard's own), None for the whole run
+    shard: Shard | None = None
+    #: every planned episode key of the run (all shards), in plan order
+    planned: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -107,8 +113,16 @@ async def arun_episodes(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     trained_on: list[str | Path] | tuple = (),
+    shard: Shard | None = None,
+    done: Collection[str] = (),
+    plan_only: bool = False,
 ) -> EpisodeRun:
-    """The episode phase of :func:`topoeval.run_protocol` (see there for the arguments)."""
+    """The episode phase of :func:`topoeval.run_protocol` (see there for the arguments).
+
+    ``shard``: run only the keys this shard owns, appending to its own episode file (see
+    :mod:`topoeval.runner.shards`); ``done``: keys finished elsewhere (a Ray task's driver folder),
+    not run again; ``plan_only``: write run.json and plan.json, check the models, run nothing.
+    """
     t0 = time.perf_counter()
     registry = SuiteRegistry(suites_dirs)
     if not isinstance(protocol, Protocol):
@@ -135,9 +149,10 @@ async def arun_episodes(
     run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, p_hash, t_hash, k)
     _check_run_json(run_dir / RUN_JSON, p_hash, t_hash)
     # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again
-    finished = finished_keys(run_dir)
-    pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key
-               in _episodes(names, protocol.baselines.shots, topologies, task_sets, k) if key not in finished]
+    finished = finished_keys(run_dir) | set(done)
+    planned = list(_episodes(names, protocol.baselines.shots, topologies, task_sets, k))
+    pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key in planned
+               if key not in finished and (shard is None or shard.owns(key))]
     await _preflight(policies, {job[0] for job in pending})
     meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
@@ -147,19 +162,22 @@ async def arun_episodes(
     if overlap:
         meta["trained_on"] = overlap
     write_json(run_dir / RUN_JSON, meta)
+    order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
+    write_plan(run_dir, Plan(models=names, samples=k, order=order, keys=[job[-1] for job in planned]))
     for export, count in overlap.items():
         if count:
             warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
                           "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
-    store = EpisodeStore(run_dir)
+    store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES)
     reused = sum(1 for r in store.records.values() if is_finished(r))
-    response_cache = ResponseCache(run_dir / "cache.sqlite") if cache and not all(is_reference(m) for m in models) else None
+    cache_path = run_dir / (shard.cache_name if shard else "cache.sqlite")  # SQLite is per shard, not shared
+    response_cache = ResponseCache(cache_path) if cache and not all(is_reference(m) for m in models) else None
     if response_cache is not None:
         policies = [p if is_reference(m) else CachedPolicy(p, response_cache) for m, p in zip(models, policies)]
 
-    demos = await _build_demo_cache(protocol, topologies, registry, k)
+    demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
     by_name = {p.name: p for p in policies}
-    jobs = [(by_name[name], shots, topo, task, s, key) for name, shots, topo, task, s, key in pending]
+    jobs = [] if plan_only else [(by_name[name], shots, topo, task, s, key) for name, shots, topo, task, s, key in pending]
 
     new = 0
     started = time.perf_counter()
@@ -195,10 +213,14 @@ async def arun_episodes(
         if response_cache is not None:
             response_cache.close()
 
-    order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
-    return EpisodeRun(run_dir=run_dir, protocol=protocol, records=list(store.records.values()), order=order,
+    # the folder's episodes (a shard's: those it owns), in plan order however they were run
+    records = store.records if episode_files(run_dir) == [store.path] else folder_records(run_dir)
+    if shard is not None:
+        records = {key: r for key, r in records.items() if shard.owns(key)}
+    keys = [job[-1] for job in planned]
+    return EpisodeRun(run_dir=run_dir, protocol=protocol, records=in_plan_order(records, keys), order=order,
                       protocol_sha256=p_hash, task_set_sha256=t_hash, meta=meta, new_episodes=new,
-                      reused_episodes=reused, timing=timing)
+                      reused_episodes=reused, timing=timing, shard=shard, planned=keys)
 
 
 def _episodes(names: list[str], shots_list: list[int], topologies: list[ResolvedTopology], task_sets, k: int):

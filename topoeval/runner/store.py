@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,15 @@ from topoeval.core.errors import UserError
 
 EPISODES = "episodes.jsonl"
 RUN_JSON = "run.json"
+#: the file shard i of n appends to (``--shard i/n``, see :mod:`topoeval.runner.shards`)
+SHARD_EPISODES = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
 
 
 class EpisodeStore:
     """Episodes of one run folder, keyed by episode key."""
 
-    def __init__(self, run_dir: Path):
-        self.path = run_dir / EPISODES
+    def __init__(self, run_dir: Path, name: str = EPISODES):
+        self.path = run_dir / name
         self.records: dict[str, dict[str, Any]] = {}
         run_dir.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
@@ -78,8 +81,30 @@ def is_finished(record: dict[str, Any]) -> bool:
 
 
 def finished_keys(run_dir: str | Path) -> set[str]:
-    """Keys of the run folder's finished episodes (what a re-run skips)."""
-    return {r["key"] for r in read_episodes(run_dir) if is_finished(r)}
+    """Keys of the run folder's finished episodes (what a re-run skips), in episodes.jsonl and in
+    the files of any shards run into the same folder."""
+    return {key for path in episode_files(run_dir) for key, r in read_records(path).items() if is_finished(r)}
+
+
+def episode_files(run_dir: str | Path) -> list[Path]:
+    """The folder's episodes.jsonl (if any), then its shard files in (n, i) order."""
+    run_dir = Path(run_dir)
+    shards = sorted(((int(m.group(2)), int(m.group(1))), p) for p in run_dir.glob("episodes.shard-*-of-*.jsonl")
+                    if (m := SHARD_EPISODES.match(p.name)))
+    return ([run_dir / EPISODES] if (run_dir / EPISODES).exists() else []) + [p for _, p in shards]
+
+
+def read_records(path: Path) -> dict[str, dict[str, Any]]:
+    """The latest complete record of each key in one episode file (torn lines skipped)."""
+    out: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+                out[rec["key"]] = rec
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+    return out
 
 
 def read_episodes(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -107,7 +132,8 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write: a crash never leaves half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    """Atomic write: a crash never leaves half a file (the scratch name is per process: shards of
+    one run write run.json side by side)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)

@@ -1,0 +1,229 @@
+"""Shards of a run and putting them back together.
+
+A run's planned episodes are split into ``n`` shards by a stable hash of each episode key: the
+shard that owns a key depends only on the key and ``n`` (not on the order of the plan, nor on what
+other shards did), so ``--shard i/n`` on any machine runs the same episodes. Shard ``i`` appends
+to ``episodes.shard-i-of-n.jsonl`` in the run folder (or a folder of its own) and resumes by key
+like an unsharded run; it skips keys finished in any episode file of its folder.
+
+Every run writes ``plan.json`` (its models, cells and planned keys), so shards can be checked and
+merged later without the suites at hand: :func:`combine` reads the episode files of one or more
+run folders, deduplicates by key (equal results are one episode; different finished results for
+one key are a conflict), refuses folders of different protocols, task sets or plans, and lists the
+planned keys no file has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from topoeval.core.errors import UserError
+from topoeval.runner.store import RUN_JSON, SHARD_EPISODES, episode_files, is_finished, read_json, read_records, write_json
+
+PLAN = "plan.json"
+#: Fields of an episode record that measure time, not outcome: ignored when duplicates are compared.
+TIMING_FIELDS = ("wall_s", "policy_s")
+
+
+class MissingEpisodes(UserError):
+    """Planned episodes that no shard file has: the merge is refused (exit code 1), listing them."""
+
+    exit_code = 1
+
+    def __init__(self, missing: list[str], planned: int, by_shard: dict[str, int]):
+        self.missing, self.planned, self.by_shard = missing, planned, by_shard
+        owners = ", ".join(f"shard {label}: {n}" for label, n in by_shard.items())
+        super().__init__(f"{len(missing)} of {planned} planned episodes are missing" + (f" ({owners})" if owners else "")
+                         + "; run the missing shards (or re-run a shard whose run was cut short), then merge again")
+
+
+class Shard(BaseModel):
+    """Shard ``index`` of ``count`` (1-based: ``--shard 1/3`` .. ``--shard 3/3``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(ge=1, description="This shard's number, 1..count.")
+    count: int = Field(ge=1, description="How many shards the run is split into.")
+
+    @classmethod
+    def parse(cls, text: str) -> "Shard":
+        """``"i/n"`` -> Shard; one-line UserError for anything else."""
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+        if not m:
+            raise UserError(f"--shard takes i/n, e.g. 1/4, not '{text}'")
+        i, n = int(m.group(1)), int(m.group(2))
+        if n < 1 or not 1 <= i <= n:
+            raise UserError(f"--shard {text}: shards are numbered 1..n (e.g. 1/{max(n, 1)} .. {max(n, 1)}/{max(n, 1)})")
+        return cls(index=i, count=n)
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @property
+    def episodes_name(self) -> str:
+        return f"episodes.shard-{self.index}-of-{self.count}.jsonl"
+
+    @property
+    def cache_name(self) -> str:
+        """Each shard has its own response cache (SQLite is not shared across machines)."""
+        return f"cache.shard-{self.index}-of-{self.count}.sqlite"
+
+    @property
+    def summary_name(self) -> str:
+        return f"summary.shard-{self.index}-of-{self.count}.json"
+
+    def owns(self, key: str) -> bool:
+        return shard_of(key, self.count) == self.index
+
+
+def shard_of(key: str, count: int) -> int:
+    """The shard (1..count) that owns episode ``key``: sha256 of the key, so it is the same on every
+    machine, Python version and run."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % count + 1
+
+
+class Plan(BaseModel):
+    """``plan.json``: what a run (all of its shards together) sets out to do."""
+
+    models: list[str] = Field(description="Model names, in the order given.")
+    samples: int = Field(description="Samples per task.")
+    order: list[tuple[str, str, str]] = Field(description="(model, baseline, topology) cells in protocol order.")
+    keys: list[str] = Field(description="Every planned episode key, in plan order.")
+
+    @property
+    def keys_sha256(self) -> str:
+        return hashlib.sha256("\n".join(self.keys).encode()).hexdigest()
+
+
+def write_plan(run_dir: Path, plan: Plan) -> None:
+    write_json(run_dir / PLAN, plan.model_dump(mode="json"))
+
+
+def read_plan(run_dir: Path) -> Plan:
+    path = Path(run_dir) / PLAN
+    if not path.exists():
+        raise UserError(f"{run_dir}: has no {PLAN} (a run folder written by topoeval run, 0.2 or later?)")
+    return Plan.model_validate(read_json(path))
+
+
+def in_plan_order(records: dict[str, dict[str, Any]], keys: Iterable[str]) -> list[dict[str, Any]]:
+    """Records of the planned keys in plan order, then any others in key order: one order however
+    the episodes were split or finished, so summaries come out byte-identical."""
+    keys = list(keys)
+    planned = set(keys)
+    return [records[k] for k in keys if k in records] + [records[k] for k in sorted(records) if k not in planned]
+
+
+def _outcome(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+
+
+@dataclass
+class Combined:
+    """What :func:`combine` found in a set of run folders."""
+
+    run_dirs: list[Path]
+    meta: dict[str, Any]
+    plan: Plan
+    #: one record per key: planned keys in plan order, then any others
+    records: list[dict[str, Any]]
+    #: planned keys no folder has a record for, in plan order
+    missing: list[str]
+    #: shard counts seen in the folders' file names (to say which shard a missing key belongs to)
+    shard_counts: list[int] = field(default_factory=list)
+    duplicates: int = 0
+
+    def missing_by_shard(self) -> dict[str, int]:
+        """How many missing keys each shard of each seen split owns, e.g. {"2/3": 10}."""
+        out: dict[str, int] = {}
+        for n in self.shard_counts:
+            for key in self.missing:
+                label = f"{shard_of(key, n)}/{n}"
+                out[label] = out.get(label, 0) + 1
+        return out
+
+
+def combine(run_dirs: list[Path]) -> Combined:
+    """Read every episode file of ``run_dirs`` (the folders of one run's shards, or one folder that
+    holds them all); raises a one-line UserError for folders of different runs or a conflicting
+    duplicate."""
+    if not run_dirs:
+        raise UserError("merge needs at least one run folder")
+    run_dirs = [Path(d) for d in run_dirs]
+    metas, plans = [], []
+    for d in run_dirs:
+        if not d.is_dir():
+            raise UserError(f"{d}: not a folder")
+        metas.append(read_json(d / RUN_JSON))
+        plans.append(read_plan(d))
+    first, plan = metas[0], plans[0]
+    for d, meta, p in zip(run_dirs[1:], metas[1:], plans[1:]):
+        if meta.get("protocol_sha256") != first.get("protocol_sha256"):
+            raise UserError(f"{d} and {run_dirs[0]} hold runs of different protocols (or protocol versions); not merged")
+        if meta.get("task_set_sha256") != first.get("task_set_sha256"):
+            raise UserError(f"{d} and {run_dirs[0]} hold runs over different task sets (--tasks?); not merged")
+        if p.keys_sha256 != plan.keys_sha256:
+            raise UserError(f"{d} and {run_dirs[0]} plan different episodes (models {p.models} x {p.samples} samples "
+                            f"vs {plan.models} x {plan.samples}); not merged")
+    files = [path for d in run_dirs for path in episode_files(d)]
+    records, duplicates = merge_files(files)
+    counts = sorted({int(m.group(2)) for m in (SHARD_EPISODES.match(p.name) for p in files) if m})
+    missing = [k for k in plan.keys if k not in records]
+    return Combined(run_dirs=run_dirs, meta=first, plan=plan, records=in_plan_order(records, plan.keys),
+                    missing=missing, shard_counts=counts, duplicates=duplicates)
+
+
+def merge_files(files: list[Path]) -> tuple[dict[str, dict[str, Any]], int]:
+    """One record per key over several episode files, and how many duplicates were folded: a
+    finished record replaces an errored one; two finished records of one key must be equal
+    (up to their timing), else a one-line UserError names the key and both files."""
+    records: dict[str, dict[str, Any]] = {}
+    source: dict[str, Path] = {}
+    duplicates = 0
+    for path in files:
+        for key, rec in read_records(path).items():
+            if key not in records:
+                records[key], source[key] = rec, path
+                continue
+            duplicates += 1
+            old = records[key]
+            if not is_finished(old):  # a finished episode replaces an errored attempt
+                records[key], source[key] = rec, path
+            elif is_finished(rec) and _outcome(rec) != _outcome(old):
+                raise UserError(f"episode {key} has two different results ({source[key]} and {path}); "
+                                "remove one of them, then merge again")
+    return records, duplicates
+
+
+def folder_records(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every episode of a run folder, over episodes.jsonl and its shard files (see :func:`merge_files`)."""
+    return merge_files(episode_files(Path(run_dir)))[0]
+
+
+def write_episodes(path: Path, records: list[dict[str, Any]]) -> None:
+    """Write ``records`` as one JSONL file, atomically."""
+    tmp = path.with_name(f"{path.name}.merge.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def append_missing(path: Path, records: list[dict[str, Any]]) -> int:
+    """Append to the episode file ``path`` each record whose key's latest line there is not it
+    (earlier lines stay as history); returns how many were appended."""
+    have = read_records(path) if path.exists() else {}
+    new = [r for r in records if r["key"] not in have or _outcome(have[r["key"]]) != _outcome(r)]
+    if new:
+        with open(path, "a", encoding="utf-8") as fh:
+            for rec in new:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return len(new)
