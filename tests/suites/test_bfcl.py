@@ -314,3 +314,14 @@ def test_splits_partition_scenarios_and_bad_params_are_one_line(registry):
         suite.generate(suite.parse_params({"split_mode": "benchmark"}), "train", 0, 0)
     with pytest.raises(Exception, match="variant"):
         suite.parse_params({"variant": "multi"})
+
+
+def test_validity_protocol_through_topoeval_run(tmp_path):
+    """The path `topoeval run bfcl_validity` takes, on a deterministic sample (the full 800 run is
+    in docs/suites-bfcl.md: 33 s)."""
+    from topoeval.runner.run import arun_episodes
+
+    run = asyncio.run(arun_episodes("bfcl_validity", ["oracle", "noop"], tmp_path, tasks=12))
+    assert len(run.records) == 2 * 4 * 12 and run.errors == 0
+    for record in run.records:
+        assert record["scores"]["success"] == (1.0 if record["model"] == "oracle" else 0.0), record["task_id"]
