@@ -75,3 +75,29 @@ def test_usage_errors_are_typer_messages_with_exit_2(args, words, topoeval_cmd):
     assert len(lines) == 3 and lines[-1].startswith("Error: "), proc.stderr
     assert all(w.lower() in lines[-1].lower() for w in words), proc.stderr
     assert proc.stdout == ""
+
+
+def test_docs_cli_documents_every_command_and_flag():
+    """docs/cli.md has a section per command naming each of its flags (typer's own list)."""
+    import re
+    from pathlib import Path
+
+    import typer
+
+    from topoeval.cli import app
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    sections = {m.group(1): m.group(2) for m in re.finditer(r"^## (.*)\n((?:(?!^## ).*\n?)*)", doc, re.M)}
+    missing = []
+    for name, command in typer.main.get_command(app).commands.items():
+        text = "".join(body for heading, body in sections.items() if f"`topoeval {name}`" in heading)
+        if not text:
+            missing.append(f"a '## `topoeval {name}`' section")
+            continue
+        for param in command.params:
+            for flag in [*param.opts, *param.secondary_opts]:
+                if flag.startswith("--") and f"`{flag}`" not in text:
+                    missing.append(f"{name} {flag}")
+    assert not missing, "docs/cli.md does not document: " + ", ".join(missing)
+    for code in ("0", "1", "2", "3", "130"):
+        assert f"\n| {code} |" in sections["Exit codes"], code

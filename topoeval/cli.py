@@ -51,7 +51,8 @@ def run(
     temperature: Annotated[Optional[float], typer.Option(help="Override the protocol's temperature.")] = None,
     top_p: Annotated[Optional[float], typer.Option(help="Override the protocol's top_p.")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
-    max_retries: Annotated[int, typer.Option(help="Retries of 429/5xx/timeouts before an episode is recorded as failed.")] = 6,
+    max_retries: Annotated[int, typer.Option(
+        min=0, help="Retries of 429/5xx/timeouts before an episode is recorded as an error (400/401/403/404: none).")] = 6,
     cache: Annotated[bool, typer.Option(help="Cache model responses in the run folder.")] = True,
     suites_dir: SuitesDir = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
