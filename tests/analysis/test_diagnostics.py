@@ -48,3 +48,24 @@ def test_per_episode_counts_and_tokens_by_outcome_leave_errors_out():
     assert d["completion_tokens"] == {"success": 100.0, "failure": 400.0, "n_success": 1, "n_failure": 2}
     empty = build_diagnostics([])
     assert empty["samples"] == 0 and empty["tool_calls"] is None and empty["completion_tokens"]["success"] is None
+
+
+def test_a_run_with_two_samples_reports_them_in_summary_markdown_and_html(tmp_path, echo_protocol, fixture_suites):
+    import json
+
+    import topoeval
+
+    out = tmp_path / "run"
+    result = topoeval.run_protocol(echo_protocol(n=3, samples=2), ["oracle", "noop"], out, suites_dirs=[fixture_suites])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["schema"] == 4
+    oracle, noop = result.cell("oracle", "echo-a")["diagnostics"], result.cell("noop", "echo-a")["diagnostics"]
+    assert oracle["samples"] == noop["samples"] == 2
+    # a deterministic policy: every task solved (or failed) twice the same way -> no group signal, no diversity
+    assert oracle["all_solved_share"] == 1.0 and noop["all_failed_share"] == 1.0
+    assert oracle["zero_signal_share"] == noop["zero_signal_share"] == 1.0
+    assert oracle["pass_gap"] == 0.0 and oracle["trajectory_diversity"] == 0.5
+    assert oracle["tool_calls"] > 0 and noop["tool_calls"] == 0.0 and noop["completion_tokens"]["n_success"] == 0
+    md = (out / "report.md").read_text()
+    assert "## Training-signal diagnostics" in md and "| oracle | 0-shot | echo-a | 2 | 1.00 | 0.00 | 0.50 |" in md
+    assert "Training-signal diagnostics" in (out / "report.html").read_text()

@@ -28,7 +28,7 @@ def test_run_writes_run_json_summary_and_episodes(tmp_path, echo_protocol, fixtu
         assert key in meta
     assert meta["models"] == ["oracle", "noop"] and meta["ended"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema"] == 3 and summary["protocol"] == "echo_proto"
+    assert summary["schema"] == 4 and summary["protocol"] == "echo_proto"
     cell = res.cell("oracle", "echo-b")
     assert cell["role"] == "ood" and cell["n_tasks"] == 4 and cell["n_episodes"] == 8
     success = cell["metrics"]["success"]
@@ -189,8 +189,8 @@ def test_unknown_model_is_one_line(tmp_path, echo_protocol, fixture_suites, topo
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "error: unknown model 'gpt-9'; known: noop, oracle, oracle-no-ask, oracle-no-priority, oracle-quit-early, "
-        "oracle-reckless, oracle-redundant, oracle-serial, random, or smollm2-135m, provider/model (litellm), "
-        "direct:NAME, gguf:PATH, server:PATH, hf:PATH"
+        "oracle-reckless, oracle-redundant, oracle-serial, random, or smollm2-135m, smollm2-135m-wiki, "
+        "smollm2-135m-travel, provider/model (litellm), direct:NAME, gguf:PATH, server:PATH, hf:PATH"
     )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from topoeval.analysis.stats import pass_at_k
+from topoeval.analysis.stats import is_scored, pass_at_k
 
 
 class TokensByOutcome(BaseModel):
@@ -72,7 +72,7 @@ def _solved(record: dict[str, Any]) -> bool:
 
 def build_diagnostics(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The diagnostics of one cell's episode records (those that ended in ``error`` left out)."""
-    scored = [r for r in records if r.get("status") != "error" and r.get("scores")]
+    scored = [r for r in records if is_scored(r) and r.get("scores")]
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in scored:
         by_task[r["task_id"]].append(r)

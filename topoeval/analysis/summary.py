@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from topoeval.analysis.diagnostics import build_diagnostics
 from topoeval.analysis.stats import is_scored, mark_ties, metric_stats
 
 #: 2 adds the ``collapse`` section and per-cell ``episode_ids``; nothing of schema 1 was removed.
 #: 3: episodes that ended in ``error`` are left out of every statistic and of ``episode_ids``;
 #: cells count them (``n_errors``, ``error_episode_ids``) and say ``incomplete`` when there are any.
-SCHEMA_VERSION = 3
+#: 4: per-cell ``diagnostics`` (training-signal diagnostics, :mod:`topoeval.analysis.diagnostics`);
+#: episodes score ``coverage`` and progress-aware parallelism/efficiency (docs/metrics.md); nothing removed.
+SCHEMA_VERSION = 4
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success",)
 
@@ -49,6 +52,7 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
                 "episode_ids": sorted(r["episode_id"] for r in scored),
                 "error_episode_ids": sorted(r["episode_id"] for r in errored),
                 "metrics": {name: metric_stats(metrics[name], name in BINARY_METRICS) for name in sorted(metrics)},
+                "diagnostics": build_diagnostics(scored),
             }
         )
     mark_ties(cells)

@@ -1,4 +1,5 @@
-"""``report.md``: the run's tables in Markdown (ID vs OOD success, dimensions, collapse, few-shot recovery)."""
+"""``report.md``: the run's tables in Markdown (ID vs OOD success, dimensions, training-signal
+diagnostics, collapse, few-shot recovery)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def render_report_md(summary: dict[str, Any]) -> str:
                 stat = per.get(t, {}).get("metrics", {}).get(metric)
                 vals.append("—" if not stat or stat.get("mean") is None else f"{stat['mean']:.2f} (n={stat['n']})")
             lines.append(_row([model, baseline, metric, *vals]))
+    lines += diagnostics_md(cells)
     collapse = summary.get("collapse") or []
     if collapse:
         lines += ["", "## Collapse", "", _row(["model", "baseline", "S_id", "topology", "S_ood", "transfer ratio", "gap",
@@ -75,6 +77,29 @@ def render_report_md(summary: dict[str, Any]) -> str:
                 lines.append(_row([e["model"], e["baseline"], metric, *(_f(p["mean"]) for p in m["curve"]),
                                    m["shape"], m["breaking_axis"] or "—"]))
     return "\n".join(lines) + "\n"
+
+
+def diagnostics_md(cells: list[dict[str, Any]]) -> list[str]:
+    """The training-signal diagnostics of every cell (docs/metrics.md): the k-sample columns read
+    '—' when the cell has fewer than 2 samples per task."""
+    rows = [c for c in cells if c.get("diagnostics")]
+    if not rows:
+        return []
+    out = ["", "## Training-signal diagnostics", "",
+           "k = samples per task. Zero-signal: share of tasks whose k samples all got the same success (no "
+           "group-relative RL gradient). Diversity: distinct tool-call sequences / k. Calls, invalid and redundant: "
+           "per episode. Tokens: mean completion tokens of successful / failed episodes.", "",
+           _row(["model", "baseline", "topology", "k", "zero-signal", "pass@k − pass@1", "diversity", "calls", "invalid",
+                 "redundant", "tokens (success)", "tokens (failure)"]), _row(["---"] * 12)]
+    for c in rows:
+        d = c["diagnostics"]
+        tokens = d["completion_tokens"]
+        out.append(_row([c["model"], c["baseline"], c["topology"], str(d["samples"]), _f(d["zero_signal_share"]),
+                         _f(d["pass_gap"]), _f(d["trajectory_diversity"]), _f(d["tool_calls"], 1),
+                         _f(d["invalid_calls"], 1), _f(d["redundant_calls"], 1),
+                         f"{_f(tokens['success'], 0)} (n={tokens['n_success']})",
+                         f"{_f(tokens['failure'], 0)} (n={tokens['n_failure']})"]))
+    return out
 
 
 def write_report_md(summary: dict[str, Any], path: str | Path) -> None:
