@@ -24,7 +24,7 @@ from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
 from topoeval.runner.shards import MissingEpisodes, Shard, append_missing, combine, write_episodes, write_plan
-from topoeval.runner.store import EPISODES, RUN_JSON, write_json
+from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
 __all__ = ["RunResult", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
@@ -121,6 +121,7 @@ def _run_parallel(protocol, models, out, options: dict[str, Any], workers: int |
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         prepared = runner.run(arun_episodes(protocol, models, out, plan_only=True, **options))
     run_dir = prepared.run_dir.resolve()
+    reused = len(finished_keys(run_dir) & set(prepared.planned))
     # the workers get the protocol as loaded here (no path to resolve again) and absolute folders;
     # the contamination check ran here, once
     spec = {**options, "protocol": prepared.protocol, "models": models, "trained_on": (),
@@ -141,7 +142,7 @@ def _run_parallel(protocol, models, out, options: dict[str, Any], workers: int |
                         "their finished episodes are kept: run the same command again to resume")
     result = merge_runs([run_dir])
     result.new_episodes = sum(o.new_episodes for o in outcomes)
-    result.reused_episodes = prepared.reused_episodes
+    result.reused_episodes = reused
     result.timing = {"setup_s": prepared.timing.get("setup_s", 0.0), "episodes_s": episodes_s,
                      "reports_s": result.timing.get("reports_s", 0.0), "total_s": time.perf_counter() - started}
     return result
@@ -154,11 +155,11 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path | None = None) -> Run
     episodes are missing, and a one-line UserError for folders of different runs or a key with two
     different results."""
     dirs = [Path(d) for d in run_dirs]
+    if out is None and len(dirs) > 1:
+        raise UserError("merging several folders needs --out (the folder to write the merged run into)")
     combined = combine(dirs)
     if combined.missing:
         raise MissingEpisodes(combined.missing, len(combined.plan.keys), combined.missing_by_shard())
-    if out is None and len(dirs) > 1:
-        raise UserError("merging several folders needs --out (the folder to write the merged run into)")
     out_dir = Path(out) if out is not None else dirs[0]
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = dict(combined.meta)
