@@ -237,7 +237,8 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of 
 def sensitivity(
     suite: Annotated[Optional[list[str]], typer.Option("--suite", help="Suite(s), each checked alone (default: all).")] = None,
     protocol: Annotated[Optional[str], typer.Option(
-        help="Check each test topology of this protocol instead (its test seed and limits; the zero-shot cells).")] = None,
+        help="Check each test topology and ladder step of this protocol instead (its test seed and limits: "
+             "the zero-shot cells).")] = None,
     tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
     seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
