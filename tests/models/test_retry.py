@@ -109,3 +109,19 @@ def test_non_retryable_errors_are_raised_after_one_attempt(monkeypatch):
     with pytest.raises(PermanentError):
         asyncio.run(with_retries(refused, max_retries=5, max_backoff_s=1))
     assert calls["n"] == 1
+
+
+def test_direct_path_classifies_refusals():
+    from topoeval.core.policy import ContextLimitError
+    from topoeval.models.direct import DirectPolicy
+    from topoeval.models.options import ModelOptions
+    from topoeval.models.retry import PermanentError
+
+    policy = DirectPolicy("m", ModelOptions(api_base="http://127.0.0.1:9/v1"))
+    window = policy._refused(400, b'{"error": {"message": "This model\'s maximum context length is 8192 tokens"}}')
+    assert isinstance(window, ContextLimitError)
+    for status in (400, 401, 403, 404):
+        refused = policy._refused(status, b'{"error": {"message": "no"}}')
+        assert isinstance(refused, PermanentError) and refused.status == status and refused.fix
+    assert "--api-key" in policy._refused(401, b"{}").fix
+    assert type(policy._refused(422, b"not json")) is RuntimeError

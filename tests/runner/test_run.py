@@ -135,6 +135,23 @@ class Flaky(Policy):
         return await self.oracle.act(messages, tools, sampling, ctx)
 
 
+def test_a_context_window_overflow_is_the_models_limit_not_an_error(tmp_path, echo_protocol, fixture_suites):
+    from topoeval.core.policy import ContextLimitError
+
+    class Outgrown(Policy):
+        name = "outgrown"
+
+        async def act(self, messages, tools, sampling, ctx):
+            if any(m["role"] == "assistant" for m in messages):
+                raise ContextLimitError("HTTP 400: This model's maximum context length is 8192 tokens")
+            return AssistantMessage(tool_calls=[ToolCall.make("a", "lookup", {"key": ctx.task.gold[0].arguments["key"]})])
+
+    res = topoeval.run_protocol(echo_protocol(n=2), [Outgrown()], tmp_path / "r", suites_dirs=[fixture_suites])
+    cell = res.cell("outgrown", "echo-a")
+    assert cell["status"] == {"limit:context_window": 2} and cell["n_errors"] == 0 and res.errors == 0
+    assert cell["metrics"]["success"]["mean"] == 0.0 and cell["metrics"]["success"]["n"] == 2  # scored, as a failure
+
+
 def test_errored_episodes_are_left_out_of_the_scores_and_rerun(tmp_path, echo_protocol, fixture_suites):
     from topoeval.runner.store import EpisodeStore, read_episodes
 
