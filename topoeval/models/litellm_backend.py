@@ -127,7 +127,7 @@ def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str |
     if name == "ContextWindowExceededError" or (status == 400 and CONTEXT_LIMIT.search(text)):
         return ContextLimitError(f"{name}: {text[:300]}")
     if MISSING_CREDENTIALS.search(text):  # litellm reports a missing key as a 500
-        return PermanentError(f"no API key was given ({name}: {text[:200]})", fix=permanent_fix(None, key_hint()))
+        return PermanentError("no API key was given", fix=permanent_fix(None, key_hint()))
     if status in NON_RETRYABLE:
         return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}, {name}: {text[:200]})", status=status,
                               fix=permanent_fix(status, key_hint(), api_base))
