@@ -89,6 +89,11 @@ def run_protocol(
     naming the model and the fix); a failure retrying may fix raises a :class:`BackendWarning` and
     the run goes on. Episodes whose backend still fails end in ``error``: they are left out of every
     statistic (``RunResult.errors``, the cells' ``n_errors``), and the next run retries them.
+
+    Past one process (docs/scaling.md): ``shard`` (``"i/n"``) runs only the episodes shard i of n
+    owns and writes its partial ``summary.shard-i-of-n.json`` (merge the shards with
+    :func:`merge_runs`); ``workers`` runs K local processes (0: one per core) and ``executor="ray"``
+    Ray tasks, each merged at the end into what an unsharded call writes.
     """
     options = dict(tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dirs, progress=progress,
                    shots=shots, model_options=model_options, cache=cache, max_turns=max_turns, max_tokens=max_tokens,
