@@ -5,7 +5,7 @@ annotation overlay (:mod:`.params`). Tools and their annotations come from the s
 listing, mapped and overlaid (:mod:`.annotations`); the topology descriptor is derived from them
 and from the tasks. Every episode gets a fresh scratch folder built from its task's fixture and a
 fresh server on it (:mod:`.world`); concurrent episodes never share one. Tasks come from the file
-in file order, per split; a topology asking for more tasks than a split holds gets all of them.
+in file order, per split (a fixed set: ``pool_size``; asked for more, ``tasks`` gives them all).
 
 Subclass :class:`McpSuite` and set ``default_params`` to give another server its own suite name
 (a suite folder or an entry point): transforms that read a suite's tool list before its parameters
@@ -154,6 +154,11 @@ class McpSuite(Suite):
     def tasks(self, params: BaseModel, split: Split, seed: int, n: int) -> list[Task]:
         assert isinstance(params, McpParams)
         return [self.generate(params, split, seed, i) for i in range(min(n, len(params.task_file().split(split))))]
+
+    def pool_size(self, params: BaseModel, split: Split) -> int | None:
+        """The task file is a fixed set: a split holds as many tasks as the file gives it."""
+        assert isinstance(params, McpParams)
+        return len(params.task_file().split(split))
 
     def generate(self, params: BaseModel, split: Split, seed: int, index: int) -> Task:
         """Task ``index`` of ``split`` in file order (``seed`` only enters the task id)."""

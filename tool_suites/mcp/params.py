@@ -66,6 +66,9 @@ class ServerSpec(BaseModel):
 
     def target(self, workdir: Path) -> Any:
         """What ``mcp.Client`` takes for one episode whose scratch folder is ``workdir``."""
+        from .connection import require_mcp
+
+        require_mcp()
         from mcp import StdioServerParameters
         from mcp.server.lowlevel import Server
         from mcp.server.mcpserver import MCPServer

@@ -10,6 +10,8 @@ dropped without closing is cleaned up when it is garbage-collected or the interp
 
 from __future__ import annotations
 
+import atexit
+import json
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +27,29 @@ from .connection import McpConnection, result_text
 from .params import ServerSpec
 from .taskfile import Check, build_fixture, run_command, substitute
 from .user import User
+
+
+_TEMPLATES: dict[str, Path] = {}
+_template_root: Path | None = None
+
+
+def materialize(steps: list[dict[str, Any]], env: dict[str, str], workdir: Path) -> None:
+    """Fill ``workdir`` from fixture ``steps``: built once per process into a template folder, then
+    copied (steps that mention ``{workdir}`` are run in place every time)."""
+    global _template_root
+    if "{workdir}" in json.dumps(steps):
+        build_fixture(steps, workdir, env)
+        return
+    key = json.dumps([steps, env], sort_keys=True)
+    if key not in _TEMPLATES:
+        if _template_root is None:
+            _template_root = Path(tempfile.mkdtemp(prefix="topoeval-fixtures-"))
+            atexit.register(shutil.rmtree, _template_root, True)
+        template = _template_root / str(len(_TEMPLATES))
+        template.mkdir()
+        build_fixture(steps, template, env)
+        _TEMPLATES[key] = template
+    shutil.copytree(_TEMPLATES[key], workdir, symlinks=True, dirs_exist_ok=True)
 
 
 def _release(conn_box: list[McpConnection | None], root: Path) -> None:
@@ -48,7 +73,7 @@ class McpWorld(World):
         self.tools: dict[str, dict[str, Any]] = data["tools"]
         self.user = User(data["slots"], [o for objs in data["targets"].values() for o in objs], self.events)
         try:
-            build_fixture(data["fixture"], self.workdir, data["env"])
+            materialize(data["fixture"], data["env"], self.workdir)
         except RuntimeError as exc:
             self.close()
             raise UserError(f"task '{data['name']}' of {data['file']}: {exc}") from None
