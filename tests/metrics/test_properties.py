@@ -31,9 +31,6 @@ TRANSFORMS = [("rename_tools", {"seed": 1}), ("rename_args", {"seed": 1}), ("dis
               ("batch_api", {}), ("no_batch", {}), ("hide_slots", {"slots": ["dates"]}),
               ("hide_slots", {"slots": ["budget", "airline"]}), ("shuffle_priority", {"seed": 1}),
               ("merge_hold_pay", {}), ("refundable", {}), ("split_instructions", {})]
-#: travel under rename_tools: the world's commit events keep the inner tool name ("pay") while the
-#: task's commit targets are renamed, so the oracle's risk reads 0. A bug of the renaming transform.
-KNOWN_RENAME_RISK_BUG = {"travel+rename_tools"}
 LIMITS = Limits(max_turns=30, max_tool_calls=60)
 
 
@@ -125,9 +122,7 @@ def test_quitting_halfway_scores_at_most_the_coverage(label):
                 assert s[dim] <= (s["coverage"] or 0.0) + 0.05, (task.id, dim, s)
 
 
-@pytest.mark.parametrize("label", [
-    pytest.param(label, marks=pytest.mark.xfail(strict=True, reason="renaming transform: commit events keep inner tool names"))
-    if label in KNOWN_RENAME_RISK_BUG else label for label in sorted(TOPOLOGIES)])
+@pytest.mark.parametrize("label", sorted(TOPOLOGIES))
 def test_the_oracle_scores_one_and_is_monotone_along_its_own_plan(label):
     topology = TOPOLOGIES[label]
     tools = {t.name: t for t in topology.suite.tools}

@@ -41,7 +41,8 @@ def episode_messages(messages: list[dict[str, Any]], prompt: str | None = None) 
 
 class QuitEarlyPolicy(Policy):
     """Follows the oracle's plan for about half of its calls (half the gold DAG's nodes, rounded
-    down, at least one), never makes an irreversible call, then stops with an empty answer.
+    down: none on a one-node plan, where it is the do-nothing agent), never makes an irreversible
+    call, then stops with an empty answer.
 
     It solves nothing (success 0) but does only useful work: the check that ``parallelism`` and
     ``efficiency`` follow progress — they must stay at or under its coverage.
@@ -53,7 +54,7 @@ class QuitEarlyPolicy(Policy):
     async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
         messages = episode_messages(messages, ctx.task.prompt)
         made = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
-        budget = max(1, len(ctx.task.gold) // 2)
+        budget = len(ctx.task.gold) // 2
         step = ctx.suite.oracle(ctx.task, messages, "oracle")
         cut = quit_early(step, made, budget, ctx.suite.tools) if step.tool_calls else None
         return cut or final("")

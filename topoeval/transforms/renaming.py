@@ -166,7 +166,15 @@ class _TransformedWorld(World):
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         if name in self.suite.distractors:
             return {"result": f"{name} is not available for this request."}
-        return self.inner.call(*self.suite.inner_call(name, arguments))
+        start = len(self.inner.events)
+        try:
+            return self.inner.call(*self.suite.inner_call(name, arguments))
+        finally:
+            # the inner world names its own tools in its events (a commit's "tool"); the metrics
+            # compare them with the task's renamed commit targets and tool specs
+            for event in self.inner.events[start:]:
+                if "tool" in event:
+                    event["tool"] = self.suite.tool_names.get(event["tool"], event["tool"])
 
     def snapshot(self) -> dict[str, Any]:
         return self.inner.snapshot()
