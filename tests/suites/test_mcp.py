@@ -369,3 +369,34 @@ def test_missing_sdk_is_a_one_line_hint(tmp_path):
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["0 mcp", "error: the mcp suite needs the MCP SDK: pip install 'topoeval[mcp]'"]
+
+
+def test_a_server_of_its_own_as_a_suite_folder_with_transforms(tmp_path):
+    """A suite folder subclassing McpSuite with default_params: transforms see its server's tools."""
+    from topoeval.policies.registry import make_policy
+    from topoeval.protocol.schema import TopologySpec
+    from topoeval.protocol.topology import resolve
+
+    folder = tmp_path / "suites" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "suite.yaml").write_text(
+        "name: notes\ndescription: the test notes server\nworld: world.py:NotesSuite\ntools: []\n"
+        "topology: {state: stateful, reversibility: all_reversible, user: none, ordering: flat,\n"
+        "           dependency: independent, schema_name: notes, answer_channel: state}\n")
+    (folder / "world.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(FIXTURES)!r})\n"
+        "from topoeval.protocol.discovery import SuiteRegistry\n"
+        "McpSuite = type(SuiteRegistry().get('mcp'))  # the shipped mcp suite's class\n\n\n"
+        "class NotesSuite(McpSuite):\n"
+        f"    default_params = {NOTES_INPROC!r}\n")
+    registry = SuiteRegistry([tmp_path / "suites"])
+    topo = resolve(TopologySpec(name="n", suite="notes", transforms=[{"name": "rename_tools", "args": {"seed": 1}}]),
+                   registry)
+    names = {t.name for t in topo.suite.tools}
+    assert "add_note_tool" in names and "add_note" not in names
+    assert topo.suite.manifest.topology.schema_name == "mcp-notes+renamed_tools"
+    task = topo.suite.generate(topo.params, "test", 0, 0)
+    record = asyncio.run(run_episode(policy=make_policy("oracle"), suite=topo.suite, task=task, system_prompt="",
+                                     demos=[], limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
+    assert [c["name"] for c in record["calls"]] == ["add_note_tool"] and record["scores"]["success"] == 1.0
