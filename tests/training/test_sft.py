@@ -166,3 +166,43 @@ def test_the_adapter_converts_to_a_llama_cpp_lora_gguf(trained):
     assert fields == {"general.type": "adapter", "adapter.type": "lora", "adapter.lora.alpha": 32.0}
     names = {t.name for t in reader.tensors}
     assert {"blk.0.attn_q.weight.lora_a", "blk.1.ffn_down.weight.lora_b"} <= names and len(names) == 2 * 7 * 2
+
+
+def test_a_dry_run_sizes_the_data_without_training(trained, topoeval_cmd):
+    from topoeval.training.sft import train
+
+    cfg, result = trained
+    dry = train(cfg.model_copy(update={"dry_run": True, "learning_rate": 1e-3}))  # no checkpoint is touched
+    assert dry.record["tokens"] == result.record["tokens"] and dry.record["data"]["sha256"] == result.record["data"]["sha256"]
+    t = dry.record["tokens"]
+    assert t["conversations"] == 3 and t["shortest"] <= t["median"] <= t["longest"] and 0 < t["assistant"] < t["total"]
+    proc = subprocess.run([*topoeval_cmd, "train", "wiki_to_travel", "--n", "3", "--base", cfg.base, "--work-dir",
+                           str(cfg.work_dir), "--dry-run"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"smollm2-135m-wiki: 3 conversations (data sha256 {dry.record['data']['sha256'][:12]})" in proc.stdout
+
+
+def test_rerunning_a_finished_training_takes_no_extra_step(trained):
+    from safetensors.torch import load_file
+
+    from topoeval.training.sft import train
+
+    cfg, result = trained
+    before = load_file(str(result.adapter_dir / "adapter_model.safetensors"))
+    again = train(cfg, "topoeval train wiki_to_travel --max-steps 4")
+    assert again.record["steps"] == 4 and again.record["resumed_from"] == "checkpoint-4"
+    assert again.record["loss_curve"] == result.record["loss_curve"]
+    after = load_file(str(again.adapter_dir / "adapter_model.safetensors"))
+    assert before.keys() == after.keys() and all((before[k] == after[k]).all() for k in before)
+
+
+def test_a_config_read_from_a_gguf_gets_its_architecture(tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from topoeval.training.base_model import write_base_config
+
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1))
+    model.config.architectures = None  # as transformers leaves it for a GGUF file
+    config = json.loads((write_base_config(model, tmp_path) / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLM"]

@@ -52,10 +52,7 @@ def load_base(base: str = EMBEDDED) -> BaseModel:
 
         path = embedded_gguf()
         folder, name = os.path.dirname(path), os.path.basename(path)
-        try:
-            import gguf  # noqa: F401  (transformers reads GGUF files with it)
-        except ImportError:
-            raise UserError(f"reading the embedded GGUF needs the gguf package: {INSTALL_HINT}") from None
+        _require_gguf()
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
         _forget_gguf(model)
@@ -63,6 +60,28 @@ def load_base(base: str = EMBEDDED) -> BaseModel:
     if not (Path(base) / "config.json").is_file():
         raise UserError(f"--base {base}: neither 'embedded' nor a checkpoint folder with config.json")
     return BaseModel(AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base), base)
+
+
+def load_tokenizer(base: str = EMBEDDED) -> Any:
+    """The base's tokenizer alone (seconds; no weights)."""
+    from transformers import AutoTokenizer
+
+    if base == EMBEDDED:
+        from topoeval.models.embedded import embedded_gguf
+
+        path = embedded_gguf()
+        _require_gguf()
+        return AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
+    if not (Path(base) / "config.json").is_file():
+        raise UserError(f"--base {base}: neither 'embedded' nor a checkpoint folder with config.json")
+    return AutoTokenizer.from_pretrained(base)
+
+
+def _require_gguf() -> None:
+    try:
+        import gguf  # noqa: F401  (transformers reads GGUF files with it)
+    except ImportError:
+        raise UserError(f"reading the embedded GGUF needs the gguf package: {INSTALL_HINT}") from None
 
 
 def _forget_gguf(model: Any) -> None:
@@ -80,8 +99,12 @@ def _forget_gguf(model: Any) -> None:
 
 
 def write_base_config(model: Any, folder: str | Path) -> Path:
-    """``config.json`` of the base (all llama.cpp's LoRA converter reads of it)."""
+    """``config.json`` of the base (all llama.cpp's LoRA converter reads of it). A config read from a
+    GGUF names no ``architectures``, which the converter picks its tensor mapping by: the model's
+    class fills it in."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if not getattr(model.config, "architectures", None):
+        model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(folder)
     return folder

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 import time
 from datetime import datetime, timezone
@@ -63,6 +64,7 @@ class TrainConfig(BaseModel):
     out_dir: Path | None = Field(default=None, description="Where the GGUF adapter and its record go (default adapters/).")
     gguf: bool = Field(default=True, description="Convert the adapter to GGUF (needs llama.cpp's converter, see lora_gguf).")
     fresh: bool = Field(default=False, description="Discard the working folder's checkpoints instead of resuming.")
+    dry_run: bool = Field(default=False, description="Export and tokenize the data, report its size, train nothing.")
 
 
 class TrainResult(BaseModel):
@@ -144,8 +146,10 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
     started = time.perf_counter()
 
     rows, data = training_data(cfg, protocol, work)
+    if cfg.dry_run:
+        return _dry_run(cfg, name, work, out_dir, rows, data)
     identity = {"data": data["sha256"], **cfg.model_dump(mode="json", exclude={"work_dir", "out_dir", "gguf", "fresh",
-                                                                             "threads", "save_steps"})}
+                                                                             "threads", "save_steps", "dry_run"})}
     state_path, checkpoints = work / STATE_FILE, work / "checkpoints"
     if checkpoints.exists():
         previous = json.loads(state_path.read_text()) if state_path.is_file() else {}
@@ -157,6 +161,25 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
     state_path.write_text(json.dumps({"identity": _hash(identity), "config": identity}, indent=1) + "\n")
 
     return _fit(cfg, protocol, protocol_hash(protocol), name, work, out_dir, rows, data, command, started, callbacks)
+
+
+def token_stats(tokens: dict[str, list]) -> dict[str, Any]:
+    """Sizes of the tokenized conversations (what a step costs grows with them)."""
+    lengths = sorted(map(len, tokens["input_ids"]))
+    return {"conversations": len(lengths), "total": sum(lengths), "assistant": sum(map(sum, tokens["assistant_masks"])),
+            "shortest": lengths[0], "median": lengths[len(lengths) // 2], "longest": lengths[-1]}
+
+
+def _dry_run(cfg: TrainConfig, name: str, work: Path, out_dir: Path, rows: list[dict[str, Any]],
+             data: dict[str, Any]) -> TrainResult:
+    """The data a training would see, tokenized with the base's tokenizer and the training template."""
+    from topoeval.models.llamacpp_template import chat_template
+    from topoeval.training.base_model import load_tokenizer
+
+    tokenizer = load_tokenizer(cfg.base)
+    tokenizer.chat_template = chat_template()
+    record = {"model": name, "dry_run": True, "data": data, "tokens": token_stats(tokenize(rows, tokenizer, cfg.max_length))}
+    return TrainResult(name=name, adapter_dir=work / "adapter", record=record, record_path=out_dir / f"{name}.json")
 
 
 def make_trainer(cfg: TrainConfig, model: Any, tokenizer: Any, rows: list[dict[str, Any]], output_dir: Path,
@@ -206,16 +229,23 @@ def _fit(cfg: TrainConfig, protocol: Any, p_hash: str, name: str, work: Path, ou
     trainer, tokens = make_trainer(cfg, base.model, base.tokenizer, rows, checkpoints, callbacks)
     resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     t_train = time.perf_counter()
-    output = trainer.train(resume_from_checkpoint=resume)
+    if resume and _finished(trainer, resume):
+        train_loss = _restore(trainer, resume)  # transformers would take one more step past the end
+    else:
+        train_loss = trainer.train(resume_from_checkpoint=resume).training_loss
     train_s = time.perf_counter() - t_train
     adapter_dir = work / "adapter"
     trainer.save_model(str(adapter_dir))
 
-    gguf_path = None
+    gguf_path = agreement = None
     if cfg.gguf:
         from topoeval.training.lora_gguf import convert_adapter
 
         gguf_path = convert_adapter(adapter_dir, base_config, out_dir / f"{name}.gguf")
+        if Path(base.source).suffix == ".gguf":  # the embedded base: check the conversion in llama.cpp
+            from topoeval.training.lora_gguf import gguf_agreement
+
+            agreement = gguf_agreement(trainer.model, tokens["input_ids"][0], base.source, gguf_path)
     curve = [{"step": h["step"], "loss": round(float(h["loss"]), 5)} for h in trainer.state.log_history if "loss" in h]
     record = {
         "model": name,
@@ -228,17 +258,16 @@ def _fit(cfg: TrainConfig, protocol: Any, p_hash: str, name: str, work: Path, ou
         "seed": cfg.seed,
         "steps": trainer.state.global_step,
         "epochs": round(float(trainer.state.epoch or 0), 4),
-        "tokens": {"total": sum(map(len, tokens["input_ids"])), "assistant": sum(map(sum, tokens["assistant_masks"])),
-                   "longest": max(map(len, tokens["input_ids"]))},
+        "tokens": token_stats(tokens),
         "resumed_from": Path(resume).name if resume else None,
         "loss_curve": curve,
         "final_loss": curve[-1]["loss"] if curve else None,
-        "train_loss": round(float(output.training_loss), 5),
+        "train_loss": round(float(train_loss), 5),
         "seconds": {"load_base": round(load_s, 1), "train": round(train_s, 1),
                     "total": round(time.perf_counter() - started, 1)},
         "torch_threads": torch.get_num_threads(),
         "adapter_gguf": {"file": gguf_path.name, "bytes": gguf_path.stat().st_size,
-                         "sha256": _file_sha256(gguf_path)} if gguf_path else None,
+                         "sha256": _file_sha256(gguf_path), "agreement": agreement} if gguf_path else None,
         "versions": _versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
@@ -246,6 +275,28 @@ def _fit(cfg: TrainConfig, protocol: Any, p_hash: str, name: str, work: Path, ou
     record_path = out_dir / f"{name}.json"
     record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return TrainResult(name=name, adapter_dir=adapter_dir, gguf=gguf_path, record=record, record_path=record_path)
+
+
+def _finished(trainer: Any, checkpoint: str) -> bool:
+    """Whether ``checkpoint`` is the last step of the planned training."""
+    from transformers import TrainerState
+
+    args = trainer.args
+    per_epoch = max(1, len(trainer.get_train_dataloader()) // args.gradient_accumulation_steps)
+    planned = args.max_steps if args.max_steps > 0 else math.ceil(args.num_train_epochs * per_epoch)
+    return TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json")).global_step >= planned
+
+
+def _restore(trainer: Any, checkpoint: str) -> float:
+    """Load a finished training's adapter weights and state from its last checkpoint; its mean loss."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+    from transformers import TrainerState
+
+    set_peft_model_state_dict(trainer.model, load_file(str(Path(checkpoint) / "adapter_model.safetensors")))
+    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    return sum(losses) / len(losses) if losses else float("nan")
 
 
 def _file_sha256(path: str | Path) -> str:
