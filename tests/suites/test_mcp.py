@@ -400,3 +400,37 @@ def test_a_server_of_its_own_as_a_suite_folder_with_transforms(tmp_path):
     record = asyncio.run(run_episode(policy=make_policy("oracle"), suite=topo.suite, task=task, system_prompt="",
                                      demos=[], limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
     assert [c["name"] for c in record["calls"]] == ["add_note_tool"] and record["scores"]["success"] == 1.0
+
+
+def test_a_topoeval_topology_served_over_mcp_is_an_mcp_topology(tmp_path):
+    """Both ways at once: `topoeval serve-mcp` as the server of an mcp topology. The annotations come
+    back through _meta, the oracle solves the served wiki task, and ask_user goes to the served user."""
+    from topoeval.integrations.topology_tasks import load_topology_tasks
+    from topoeval.policies.registry import make_policy
+
+    cli = ["{python}", "-c", "from topoeval.cli import main; main()", "serve-mcp"]
+    wiki = load_topology_tasks("wiki_hops", None, "test").task(0)
+    (tmp_path / "wiki.yaml").write_text(json.dumps({"name": "served-wiki", "tasks": [{
+        "name": "q0", "instruction": wiki.prompt, "answer": wiki.answer, "answer_aliases": wiki.answer_aliases,
+        "gold": [g.model_dump() for g in wiki.gold]}]}))
+    topo = topology({"server": {"command": [*cli, "wiki_hops", "--index", "0"]}, "tasks": str(tmp_path / "wiki.yaml")})
+    assert {t.name: (t.effect, t.parallel_safe) for t in topo.suite.tools} == {
+        "search": (Effect.read, True), "open_page": (Effect.read, True)}
+    record = asyncio.run(run_episode(
+        policy=make_policy("oracle"), suite=topo.suite, task=topo.suite.generate(topo.params, "test", 0, 0),
+        system_prompt="", demos=[], limits=Limits(), sampling=SamplingParams(), sample=0, shots=0, labels={}))
+    assert record["status"] == "done" and record["scores"]["success"] == 1.0
+
+    (tmp_path / "travel.yaml").write_text(json.dumps({"name": "served-travel", "tasks": [{
+        "name": "t0", "instruction": "Book my flight.", "answer": "booked"}]}))
+    served = {"server": {"command": [*cli, "wiki_to_travel", "--topology", "travel", "--index", "0"]},
+              "tasks": str(tmp_path / "travel.yaml")}
+    tools = {t.name: t for t in topology(served).suite.tools}
+    assert tools["pay"].effect == Effect.irreversible and tools["pay"].needs_confirmation  # from _meta
+    assert tools["ask_user"].user_channel and tools["hold_seat"].effect == Effect.write
+    state = episode(served)
+    try:
+        state.step(calls(("ask_user", {"question": "What is your budget?"})))
+        assert "budget" in state.messages[-1]["content"].lower()  # the served traveller answered
+    finally:
+        state.close()

@@ -110,10 +110,11 @@ class McpSuite(Suite):
         listing = list_server_tools(params)
         overlay = params.overlay_file()
         tf = params.task_file()
+        confirmed = any(o.needs_confirmation for o in overlay.tools.values()) or any(
+            (t.meta or {}).get("topoeval/needs_confirmation") for t in listing)
+        # the simulated user is offered when a task has something to ask, or a call to confirm
         specs, objects = tool_specs(listing, overlay, source=params.tasks,
-                                    with_user=any(t.hidden for t in tf.tasks) or any(
-                                        (overlay.tools.get(t.name) and overlay.tools[t.name].needs_confirmation)
-                                        for t in listing))
+                                    with_user=confirmed or any(t.hidden for t in tf.tasks))
         bind = {t.name: sorted(set(overlay.bind) & set((t.input_schema or {}).get("properties") or {})) for t in listing}
         return specs, objects, bind
 
@@ -196,6 +197,8 @@ class McpSuite(Suite):
                 "bind": overlay.bind,
                 "tools": {t.name: {"effect": t.effect.value, "object": objects.get(t.name), "bind": bind.get(t.name, []),
                                    "user_channel": t.user_channel} for t in tools},
+                # ask_user answered here (the server has none of its own) or by the server
+                "local_user": any(t.name == ASK_USER for t in tools) and ASK_USER not in bind,
             },
         )
 

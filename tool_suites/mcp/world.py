@@ -1,5 +1,6 @@
-"""One episode's MCP world: a fresh scratch folder built from the task's fixture, a fresh server
-on it, the simulated user, and the task's state commands and checks.
+"""One episode's MCP world: a fresh scratch folder filled from the task's fixture (built once per
+process into a template, then copied), a fresh server on it, the simulated user, and the task's
+state commands and checks.
 
 Observations are the server's result text with the scratch folder's path written as ``.``, so
 transcripts do not depend on where the folder happened to be. Calls to tools the overlay marks
@@ -106,7 +107,7 @@ class McpWorld(World):
             raise ToolError(self._redact(str(exc))) from None
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        if name == ASK_USER and self.tools.get(name, {}).get("user_channel"):
+        if name == ASK_USER and self.data["local_user"]:
             return self.user.ask(str(arguments.get("question", "")))
         text = self._server_call(name, arguments)
         info = self.tools.get(name, {})
