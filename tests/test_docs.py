@@ -3,8 +3,10 @@
 Mark a fenced block by putting ``<!-- runnable -->`` on the line right above it (``<!-- runnable:
 parse -->`` to only syntax-check it, for blocks that need an extra, a GPU or a long run):
 
-- ``bash`` blocks run with ``bash -e`` from the repository root, the virtualenv's ``bin`` first on PATH;
-- ``python`` blocks run as a script from the repository root;
+- ``bash`` blocks run with ``bash -e`` from a fresh copy of the repository root (every entry linked,
+  except ``runs/``, so a block's ``--out runs/...`` never meets an earlier run), the virtualenv's
+  ``bin`` first on PATH;
+- ``python`` blocks run as a script from that same fresh root;
 - ``yaml`` blocks are loaded as a protocol (``topoeval.load_protocol``), so every key is validated.
 
 Parse-only: ``bash -n``, ``compile()``, ``yaml.safe_load``.
@@ -42,6 +44,16 @@ def runnable_blocks(path: Path) -> list[tuple[str, int, str, str]]:
     return blocks
 
 
+def fresh_root(tmp_path: Path) -> Path:
+    """A folder that looks like the repository root (its entries linked) but has no ``runs/``."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name != "runs":
+            (root / entry.name).symlink_to(entry)
+    return root
+
+
 BLOCKS = [b for doc in DOCS for b in runnable_blocks(doc)]
 
 
@@ -71,5 +83,5 @@ def test_runnable_block(where, lang, code, mode, tmp_path):
             assert proc.returncode == 0, f"{where}: {proc.stderr}"
         return
     command = ["bash", "-e", "-c", code] if lang == "bash" else [sys.executable, "-c", code]
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(command, cwd=fresh_root(tmp_path), env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{where} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
