@@ -110,16 +110,7 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
 def read_episodes(run_dir: str | Path) -> list[dict[str, Any]]:
     """The latest record of each episode of a run folder (torn lines skipped)."""
     path = Path(run_dir) / EPISODES
-    out: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                    out[rec["key"]] = rec
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
-    return list(out.values())
+    return list(read_records(path).values()) if path.exists() else []
 
 
 def read_json(path: Path) -> dict[str, Any]:
