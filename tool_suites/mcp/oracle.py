@@ -17,6 +17,7 @@ from typing import Any
 
 from topoeval.core.gold import tool_results
 from topoeval.core.messages import AssistantMessage, final
+from topoeval.core.gold import dependents
 from topoeval.core.suite import Effect, GoldCall, Task, ToolSpec
 from topoeval.policies.oracle import next_calls
 
@@ -25,24 +26,11 @@ from .annotations import ASK_USER
 GAVE_UP = "I could not finish this without more details from you."
 
 
-def _dependents(gold: list[GoldCall], roots: set[str]) -> set[str]:
-    """``roots`` and every node that depends on one of them, transitively."""
-    out = set(roots)
-    changed = True
-    while changed:
-        changed = False
-        for g in gold:
-            if g.id not in out and any(d in out for d in g.depends_on):
-                out.add(g.id)
-                changed = True
-    return out
-
-
 def plan(task: Task, variant: str) -> list[GoldCall]:
     gold = list(task.gold)
     asks = {g.id for g in gold if g.match == "ask"}
     if variant == "oracle-no-ask" and asks:
-        dropped = _dependents(gold, asks)
+        dropped = dependents(gold, asks)
         return [g for g in gold if g.id not in dropped]
     if variant == "oracle-reckless":
         confirms = {g.id for g in gold if g.match == "confirm"}

@@ -42,6 +42,19 @@ def dag_levels(gold: list[GoldCall]) -> list[list[GoldCall]]:
     return levels
 
 
+def dependents(gold: list[GoldCall], roots: set[str]) -> set[str]:
+    """``roots`` and every node that depends on one of them, directly or not."""
+    out = set(roots)
+    grew = True
+    while grew:
+        grew = False
+        for g in gold:
+            if g.id not in out and out.intersection(g.depends_on):
+                out.add(g.id)
+                grew = True
+    return out
+
+
 def critical_path(gold: list[GoldCall]) -> int:
     return len(dag_levels(gold))
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from topoeval.core.gold import dependents
 from topoeval.core.suite import GoldCall, Task, ToolSpec
 from topoeval.metrics.matching import progress_match
 
@@ -80,19 +81,6 @@ def project(gold: list[GoldCall], keep: set[str]) -> list[GoldCall]:
     return [g.model_copy(update={"depends_on": sorted(kept_ancestors(g.id))}) for g in gold if g.id in keep]
 
 
-def _downstream(gold: list[GoldCall], roots: set[str]) -> set[str]:
-    """``roots`` and every node that depends on one of them, directly or not."""
-    out = set(roots)
-    grew = True
-    while grew:
-        grew = False
-        for g in gold:
-            if g.id not in out and out.intersection(g.depends_on):
-                out.add(g.id)
-                grew = True
-    return out
-
-
 def _hidden_value(value: Any, values: list[Any]) -> bool:
     """Whether a gold argument is (an element of) the value of one of these hidden slots."""
     return any(value == v or (isinstance(v, list) and value in v) for v in values)
@@ -116,7 +104,7 @@ def progress(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any
     roots = {g.id for g in task.gold if g.match == "args" and any(_hidden_value(v, unasked) for v in g.arguments.values())}
     if refusals:
         roots |= {g.id for g in task.gold if g.match == "confirm"}
-    blocked = _downstream(task.gold, roots)
+    blocked = dependents(task.gold, roots)
 
     matched: dict[int, str] = {}
     counted: list[int] = []
