@@ -1,5 +1,5 @@
 # Two commands on a fresh machine:
-#   make eval PROTOCOL=wiki_to_travel     (the embedded SmolLM2-135M model, offline, a quick look)
+#   make eval PROTOCOL=wiki_to_travel     (the embedded SmolLM2-135M and its wiki-trained adapter, offline, a quick look)
 #   make test
 # Each creates .venv and installs what it needs when missing. The first install compiles
 # llama-cpp-python (about 5 minutes on 2 cores; pip caches the wheel afterwards).
@@ -8,12 +8,15 @@ PYTHON   ?= python3
 VENV     ?= .venv
 BIN      := $(VENV)/bin
 PROTOCOL ?= wiki_to_travel
-MODEL    ?= smollm2-135m
-# The embedded default is a quick look that ends within 5 minutes on 2 cores: TASKS tasks per
-# topology, the SHOTS baselines, at most TURNS turns and TOKENS generated tokens per turn.
+# With no MODEL: the embedded SmolLM2-135M and, beside it, the shipped adapter trained on PROTOCOL's
+# train topology when there is one (smollm2-135m-wiki for wiki_to_travel, smollm2-135m-travel for
+# travel_to_wiki). Expanded when the recipe runs, after the install.
+MODEL    ?= $(shell $(BIN)/python -m topoeval.models.adapters $(PROTOCOL))
+# The default is a quick look that ends within 5 minutes on 2 cores: TASKS tasks per topology, the
+# SHOTS baselines, at most TURNS turns and TOKENS generated tokens per turn.
 # Empty values run the protocol as written:  make eval TASKS= SHOTS= TURNS= TOKENS=
-TASKS    ?= 3
-SHOTS    ?= 0,1
+TASKS    ?= 5
+SHOTS    ?= 0
 TURNS    ?= 6
 TOKENS   ?= 64
 ARGS     ?=

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -45,6 +46,21 @@ def test_an_adapter_file_makes_the_model(adapters_dir):
         (adapters_dir / f"{name}.gguf").write_bytes(b"GGUF")
         policy = make_policy(name)
         assert policy.name == name and policy.model_path == base and policy.lora_path == str(adapters_dir / f"{name}.gguf")
+
+
+def test_make_eval_runs_the_base_beside_the_adapter_trained_on_the_protocols_train_topology(adapters_dir):
+    assert adapters.default_models("wiki_to_travel") == ["smollm2-135m"]  # no adapter file: the base alone
+    (adapters_dir / "smollm2-135m-wiki.gguf").write_bytes(b"GGUF")
+    assert adapters.default_models("wiki_to_travel") == ["smollm2-135m", "smollm2-135m-wiki"]
+    assert adapters.default_models("travel_to_wiki") == ["smollm2-135m"]  # trained on travel, not wiki
+    (adapters_dir / "smollm2-135m-travel.gguf").write_bytes(b"GGUF")
+    assert adapters.default_models("travel_to_wiki") == ["smollm2-135m", "smollm2-135m-travel"]
+
+
+def test_make_eval_default_with_the_shipped_adapters():
+    out = subprocess.run([sys.executable, "-m", "topoeval.models.adapters", "wiki_to_travel"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "TOPOEVAL_ADAPTERS": ""}).stdout
+    assert out.strip() == "smollm2-135m,smollm2-135m-wiki"  # adapters/smollm2-135m-wiki.gguf is committed
 
 
 def test_cli_error_is_one_line(tmp_path, topoeval_cmd):

@@ -56,3 +56,21 @@ def adapter_path(model: str) -> str:
     protocol = TRAINED_BY.get(topo or "", "PROTOCOL")
     raise UserError(f"the adapter of '{model}' is not in {path.parent}/; train it with: make train PROTOCOL={protocol}"
                     f" (its train topology must be '{topo}')")
+
+
+def default_models(protocol: str | Path) -> list[str]:
+    """What `make eval` runs when no MODEL is given: the embedded base, and beside it the shipped adapter
+    trained on the protocol's train topology when there is one (``smollm2-135m-wiki`` for
+    ``wiki_to_travel``) — the trained model's in-distribution gain and what is left of it out of
+    distribution, side by side with the model it started from."""
+    from topoeval.protocol.loader import load_protocol
+
+    train = load_protocol(protocol).train
+    trained = adapter_name(train.name) if train is not None else None
+    return [BASE_NAME] + ([trained] if trained and adapter_files(trained)[0].is_file() else [])
+
+
+if __name__ == "__main__":  # make eval: python -m topoeval.models.adapters PROTOCOL -> "smollm2-135m,smollm2-135m-wiki"
+    import sys
+
+    print(",".join(default_models(sys.argv[1])))
