@@ -54,6 +54,10 @@ class Policy(ABC):
     name: str = "policy"
     #: Default bound on concurrent episodes for this backend.
     concurrency: int = 8
+    #: A fingerprint of weights that can change under the same name (a retrained LoRA adapter's
+    #: sha256); None when the name alone fixes the model. Response caches key on it, and a run
+    #: folder refuses to resume a model whose fingerprint changed.
+    weights: str | None = None
 
     @abstractmethod
     async def act(

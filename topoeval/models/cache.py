@@ -52,8 +52,14 @@ class CachedPolicy(Policy):
         self.inner, self.cache = inner, cache
         self.name, self.concurrency = inner.name, inner.concurrency
 
+    @property
+    def weights(self) -> str | None:
+        return self.inner.weights
+
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
-        key = self.cache.key(self.name, messages, tools, sampling, ctx.sample)
+        # a name whose weights can change (a retrained adapter) keys on them too: never an old model's reply
+        model = f"{self.name}@{self.weights}" if self.weights else self.name
+        key = self.cache.key(model, messages, tools, sampling, ctx.sample)
         hit = self.cache.get(key)
         if hit is not None:
             return hit.model_copy(update={"latency_s": 0.0})

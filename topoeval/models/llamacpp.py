@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
@@ -46,6 +48,14 @@ class LlamaCppPolicy(Policy):
         self.tool_mode = "native" if options.tool_mode == "auto" else options.tool_mode
         self._llama = None
         self._lock = asyncio.Lock()
+        self._weights: str | None = None
+
+    @property
+    def weights(self) -> str | None:
+        """The adapter file's sha256 (the base GGUF is fixed by the name; an adapter can be retrained)."""
+        if self.lora_path and self._weights is None:
+            self._weights = hashlib.sha256(Path(self.lora_path).read_bytes()).hexdigest()
+        return self._weights
 
     def _load(self):
         if self._llama is None:

@@ -154,7 +154,8 @@ async def arun_episodes(
     pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key in planned
                if key not in finished and (shard is None or shard.owns(key))]
     await _preflight(policies, {job[0] for job in pending})
-    meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets)
+    weights = {p.name: p.weights for p in policies if p.weights}
+    meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets, weights)
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
     meta["overrides"] = {key: value for key, value in (("tasks", tasks), ("samples", samples), ("max_turns", max_turns),
                                                      ("max_tokens", max_tokens)) if value is not None}
@@ -311,10 +312,19 @@ def _check_run_json(path: Path, p_hash: str, t_hash: str) -> dict | None:
     return meta
 
 
-def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, names: list[str], k: int, task_sets) -> dict:
+def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, names: list[str], k: int, task_sets,
+                   weights: dict[str, str]) -> dict:
+    """Create run.json, or reopen it for a resumed run. ``weights``: the fingerprints of models whose
+    weights can change under one name (retrained adapters); resuming one whose weights changed is refused,
+    since its finished episodes belong to the old weights."""
     path = run_dir / RUN_JSON
     meta = _check_run_json(path, p_hash, t_hash)
     if meta is not None:
+        for name, now in weights.items():
+            before = meta.get("weights", {}).get(name)
+            if before is not None and before != now:
+                raise UserError(f"{run_dir}: its '{name}' episodes were run with other weights (sha256 {before[:12]}, "
+                                f"now {now[:12]}: the adapter was retrained); use another --out")
         meta["models"] = list(dict.fromkeys([*meta.get("models", []), *names]))
         meta["resumed"] = meta.get("resumed", 0) + 1
     else:
@@ -336,6 +346,8 @@ def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, 
             "started": _now(),
             "ended": None,
         }
+    if weights:
+        meta["weights"] = {**meta.get("weights", {}), **weights}
     write_json(path, meta)
     return meta
 
