@@ -84,3 +84,13 @@ def test_openai_compatible_server_with_a_flawed_oracle_equals_topoeval_run(tmp_p
     assert server.requests > 0
     assert all(s.scores["topoeval_scorer"].value["risk"] == 0.0 for s in log.samples)
     check(log, reference, "travel")
+
+
+def test_every_samples_world_is_closed(tmp_path, monkeypatch):
+    """A world that holds a server process (MCP) must not outlive its sample."""
+    from topoeval.core.suite import World
+
+    closed = []
+    monkeypatch.setattr(World, "close", lambda self: closed.append(type(self).__name__))
+    run_inspect("wiki", get_model("mockllm/model", custom_outputs=scripted_outputs("wiki", "oracle")), tmp_path)
+    assert len(closed) == N

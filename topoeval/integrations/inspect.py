@@ -95,10 +95,13 @@ def topoeval_agent(protocol: str, topology: str | None = None, split: str = "tes
         suite = tasks.topology.suite
         world, specs, counter = suite.make_world(task), {t.name: t for t in suite.tools}, [0]
         state.tools = [_tool(spec, world, specs, counter) for spec in suite.tools]
-        for _ in range(tasks.limits.max_turns):
-            state = await generate(state, tool_calls="single")
-            if not state.output.message.tool_calls:
-                break
+        try:
+            for _ in range(tasks.limits.max_turns):
+                state = await generate(state, tool_calls="single")
+                if not state.output.message.tool_calls:
+                    break
+        finally:
+            world.close()  # an MCP world's server process ends with the sample
         return state
 
     return solve
