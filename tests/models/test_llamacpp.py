@@ -45,6 +45,32 @@ def test_in_process_gguf_runs_wiki_and_travel_episodes(tmp_path, gguf):
     assert any(c["status"] != "invalid" for c in calls)
 
 
+def test_a_turn_can_end_after_a_call(gguf):
+    """The end of a turn is the special token <|im_end|>: the grammar after a call must let it be
+    sampled. When it could not, every turn ran on, call after call, to its token budget; the
+    wiki-trained adapter (which learned one call per turn) made three open_page calls here."""
+    from topoeval.models.adapters import adapter_files
+    from topoeval.models.llamacpp_tools import complete_with_tools
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    lora = adapter_files("smollm2-135m-wiki")[0]
+    if not lora.is_file():
+        pytest.skip("adapters/smollm2-135m-wiki.gguf is not there")
+    wiki = SuiteRegistry().get("wiki")
+    params = wiki.parse_params({})
+    [task] = wiki.tasks(params, "test", 11, 1)
+    llama = llama_cpp.Llama(model_path=gguf, lora_path=str(lora), n_ctx=4096, verbose=False)
+    try:
+        reply = complete_with_tools(llama, [{"role": "system", "content": wiki.system_prompt(params)},
+                                            {"role": "user", "content": task.prompt}],
+                                    [t.openai() for t in wiki.tools_for(params)], max_tokens=48)
+    finally:
+        llama.close()
+    message = reply["choices"][0]["message"]
+    assert len(message["tool_calls"]) == 1, message
+    assert reply["usage"]["completion_tokens"] < 48
+
+
 def _servers() -> set[int]:
     """Pids of running llama.cpp servers (read from /proc)."""
     out = set()

@@ -102,9 +102,14 @@ def _first_choice_grammar(names: list[str]) -> str:
 
 
 def _next_choice_grammar(names: list[str]) -> str:
-    """After a call: another call (after :data:`CALL_SEPARATOR`) or the end of the turn."""
+    """After a call: another call (after :data:`CALL_SEPARATOR`) or the end of the turn.
+
+    The end is the empty alternative: a grammar that already accepts lets llama.cpp sample the
+    end-of-turn token (``<|im_end|>``, a single special token). Spelled out as a literal, END could
+    only be written piece by piece as plain text, which a model never does — so every turn ran on,
+    call after call, to its token budget."""
     calls = " | ".join(_gbnf(CALL_SEPARATOR + call_text(n, "").rstrip("\n")) for n in names)
-    return f"root ::= {calls} | {_gbnf(END)}\n"
+    return f"root ::= ({calls})?\n"
 
 
 def complete_with_tools(
