@@ -1,7 +1,7 @@
 """Reproduce the published wiki_to_travel numbers — the kind of script a paper ships.
 
     python examples/reproduce_wiki_to_travel.py                  # reference policies (~30 s)
-    python examples/reproduce_wiki_to_travel.py --with-embedded  # + the embedded SmolLM2 quick look (~5 min)
+    python examples/reproduce_wiki_to_travel.py --with-models    # + the trained-model collapse (base, wiki, travel)
     python examples/reproduce_wiki_to_travel.py --published ORG/NAME   # numbers from a Hub leaderboard
 
 It (1) pins the protocol by its sha256, so an edited protocol cannot pass for the published one;
@@ -26,9 +26,10 @@ PROTOCOL = "wiki_to_travel"
 PROTOCOL_SHA256 = "a848abf7466c23d9f342948fef4fa57cbec69e11e9ec1bdebae2f39694937e7f"
 REFERENCE = ["oracle", "oracle-no-ask", "oracle-reckless", "oracle-no-priority", "oracle-serial",
              "oracle-redundant", "noop"]
-EMBEDDED = "smollm2-135m"
-#: How the embedded model's row was produced (the quick look of `make eval`).
-QUICK_LOOK = {"tasks": 3, "shots": [0, 1], "max_turns": 6, "max_tokens": 64}
+#: the embedded base and the shipped adapters trained on wiki and on travel (adapters/)
+MODELS = ["smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel"]
+#: How their rows were produced (`make leaderboard`'s collapse run).
+COLLAPSE = {"tasks": 12, "shots": [0, 1, 2], "max_turns": 6, "max_tokens": 64}
 METRICS = ("success", "dq")
 SNAPSHOT = Path(__file__).resolve().parents[1] / "results" / "hub" / "data" / "results.parquet"
 
@@ -43,7 +44,8 @@ def published_rows(source: str | None, snapshot: Path) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--with-embedded", action="store_true", help="also reproduce the embedded model's row")
+    parser.add_argument("--with-models", "--with-embedded", action="store_true",
+                        help="also reproduce the rows of the embedded base and its wiki- and travel-trained adapters")
     parser.add_argument("--published", help="Hub dataset repo to read the published numbers from")
     parser.add_argument("--snapshot", type=Path, default=SNAPSHOT, help="results parquet to read (default: the committed one)")
     parser.add_argument("--out", help="run folder root (default: a temporary folder)")
@@ -56,7 +58,7 @@ def main() -> int:
     published = {(r["model"], r["baseline"], r["topology"], r["metric"]): r
                  for r in published_rows(args.published, args.snapshot) if r["protocol"] == PROTOCOL}
     out = Path(args.out or tempfile.mkdtemp(prefix="reproduce-"))
-    runs = [(REFERENCE, {})] + ([([EMBEDDED], QUICK_LOOK)] if args.with_embedded else [])
+    runs = [(REFERENCE, {})] + ([(MODELS, COLLAPSE)] if args.with_models else [])
     failures, lines = 0, []
     for models, overrides in runs:
         result = topoeval.run_protocol(protocol, models, out / models[0], **overrides)
