@@ -1,3 +1,4 @@
+import signal
 import sys
 from pathlib import Path
 
@@ -5,6 +6,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_SUITES = Path(__file__).resolve().parent / "fixtures" / "suites"
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup) inherits SIGINT
+# ignored, and an ignored signal stays ignored across exec: the tests that interrupt a `topoeval run`
+# with SIGINT would then see it run on. A handler (unlike SIG_IGN) is reset to the default on exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
