@@ -114,3 +114,25 @@ def test_server_does_not_outlive_an_interrupted_or_killed_run(tmp_path, gguf, to
     while _servers() - before and time.time() < deadline:
         time.sleep(0.2)
     assert _servers() == before
+
+
+def test_models_loaded_in_parallel_leave_stdout_where_it_was(gguf):
+    """Llama(verbose=False) silences fds 1 and 2 while it loads; two loads at once must not leave the
+    process's stdout on /dev/null (a two-model run used to print no table at the end)."""
+    import os
+    import threading
+
+    from topoeval.models.llamacpp import LlamaCppPolicy
+    from topoeval.models.options import ModelOptions
+
+    before = os.fstat(1)
+    policies = [LlamaCppPolicy(gguf, ModelOptions(n_ctx=512)) for _ in range(3)]
+    threads = [threading.Thread(target=p._load) for p in policies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = os.fstat(1)
+    for p in policies:
+        p._llama.close()
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)

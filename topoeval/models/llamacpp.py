@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ def import_llama_cpp():
     except ImportError:
         raise UserError(f"this model needs llama-cpp-python: {INSTALL_HINT}") from None
     return llama_cpp
+
+
+#: One model load at a time in this process. ``Llama(verbose=False)`` points fds 1 and 2 at /dev/null
+#: while it loads and then restores the fds it saved; two loads in two threads interleave, and the
+#: second restores the first's /dev/null — every later print (the run's table) went nowhere.
+_LOAD_LOCK = threading.Lock()
 
 
 class LlamaCppPolicy(Policy):
@@ -60,10 +67,12 @@ class LlamaCppPolicy(Policy):
     def _load(self):
         if self._llama is None:
             llama_cpp = import_llama_cpp()
-            self._llama = llama_cpp.Llama(
-                model_path=self.model_path, n_ctx=self.options.n_ctx, n_threads=self.options.n_threads or os.cpu_count(),
-                chat_format="chatml", verbose=False, lora_path=self.lora_path,
-            )
+            with _LOAD_LOCK:
+                self._llama = llama_cpp.Llama(
+                    model_path=self.model_path, n_ctx=self.options.n_ctx,
+                    n_threads=self.options.n_threads or os.cpu_count(), chat_format="chatml", verbose=False,
+                    lora_path=self.lora_path,
+                )
         return self._llama
 
     def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> dict[str, Any]:
