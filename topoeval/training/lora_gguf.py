@@ -2,8 +2,8 @@
 
 The conversion is llama.cpp's own ``convert_lora_to_gguf.py`` (with its ``conversion/`` package and
 ``gguf-py``). llama-cpp-python's wheel does not carry it, its source distribution does (under
-``vendor/llama.cpp/``), so :func:`converter_dir` fetches the sdist of the *installed*
-llama-cpp-python version once with pip (``pip download --no-deps --no-binary llama-cpp-python``)
+``vendor/llama.cpp/``), so :func:`converter_dir` fetches the sdist of the pinned
+llama-cpp-python version (the source of topoeval's llama-server build) once with pip (``pip download --no-deps --no-binary llama-cpp-python``)
 and keeps just those files in the cache (``$TOPOEVAL_CACHE``, else ``$XDG_CACHE_HOME/topoeval``,
 else ``~/.cache/topoeval``; about 2 MB). ``make install`` does this, so a clean clone's tests and
 ``make train`` have it; afterwards nothing needs the network.
@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from topoeval.core.errors import UserError
@@ -36,10 +35,10 @@ def cache_root() -> Path:
 
 
 def llama_cpp_version() -> str:
-    try:
-        return version("llama-cpp-python")
-    except PackageNotFoundError:
-        raise UserError("the GGUF converter comes with llama-cpp-python's source: pip install 'topoeval[local]'") from None
+    """The llama.cpp source everything local is built from (:data:`topoeval.models.llamacpp_build.LLAMA_CPP_PYTHON`)."""
+    from topoeval.models.llamacpp_build import LLAMA_CPP_PYTHON
+
+    return LLAMA_CPP_PYTHON
 
 
 def converter_dir(fetch: bool = True) -> Path:
@@ -110,9 +109,11 @@ def gguf_agreement(peft_model, input_ids: list[int], base_gguf: str, lora_gguf: 
     adapter, float32 base) and under llama.cpp (the converted adapter on the quantised base). A
     conversion that mapped tensors wrongly gives a correlation near 0. None without llama-cpp-python.
     """
+    from topoeval.models.llamacpp_build import import_llama_cpp
+
     try:
-        import llama_cpp
-    except ImportError:
+        llama_cpp = import_llama_cpp()
+    except UserError:
         return None
     import numpy as np
     import torch

@@ -1,0 +1,81 @@
+"""The portable llama-server build and its install-time self-test."""
+
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from topoeval.models import llamacpp_build
+from tests.models.llama_procs import require_server
+
+
+def test_the_default_flags_are_portable_and_key_the_cache(monkeypatch):
+    monkeypatch.delenv("TOPOEVAL_LLAMA_CMAKE_ARGS", raising=False)
+    flags = llamacpp_build.isa_flags()
+    assert "-DGGML_NATIVE=OFF" in flags and not any("AVX512" in f or "AMX" in f for f in flags)
+    monkeypatch.setenv("TOPOEVAL_LLAMA_CMAKE_ARGS", "-DGGML_NATIVE=OFF -DGGML_AVX2=OFF")
+    assert llamacpp_build.isa_flags() == ("-DGGML_NATIVE=OFF", "-DGGML_AVX2=OFF")
+    assert llamacpp_build.build_tag(llamacpp_build.isa_flags()) != llamacpp_build.build_tag(flags)
+
+
+def test_a_missing_server_is_one_line_naming_the_build_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOEVAL_CACHE", str(tmp_path))
+    monkeypatch.delenv("TOPOEVAL_LLAMA_SERVER", raising=False)
+    with pytest.raises(llamacpp_build.UserError, match=r"not built .*-m topoeval.models.llamacpp_build"):
+        llamacpp_build.server_binary()
+
+
+@pytest.mark.local_model
+def test_the_built_cpu_backend_has_no_host_specific_instructions():
+    """No AVX-512 (zmm registers) or AMX (tile) instructions: the build runs on any x86-64-v3 CPU."""
+    import platform
+
+    if platform.machine() != "x86_64" or shutil.which("objdump") is None:
+        pytest.skip("an x86-64 check with binutils' objdump")
+    require_server()
+    folder = llamacpp_build.server_binary().parent
+    libs = sorted(folder.glob("libggml-cpu*.so*")) or [llamacpp_build.server_binary()]
+    for lib in libs:
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True).stdout
+        assert "%zmm" not in text and "tileloadd" not in text and "tdpbssd" not in text, lib
+
+
+@pytest.mark.local_model
+def test_the_self_test_passes_on_the_build(capsys):
+    require_server()
+    assert llamacpp_build.main([]) == 0
+    assert "self-test passed" in capsys.readouterr().out
+
+
+#: A stand-in for a llama-server build that crashes on this CPU: a real process that takes
+#: llama-server's arguments, answers /health, and dies of a real SIGSEGV on its first decode —
+#: what the host-native build did on an AMX Xeon.
+CRASHING_SERVER = textwrap.dedent("""\
+    #!{python}
+    import ctypes, http.server, sys
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b'{{"status":"ok"}}')
+        def do_POST(self):
+            print("decoding ...", flush=True)
+            ctypes.string_at(0)  # SIGSEGV
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+""")
+
+
+@pytest.mark.local_model
+def test_a_build_that_crashes_fails_the_self_test_with_one_line(tmp_path):
+    require_server()
+    fake = tmp_path / "llama-server"
+    fake.write_text(CRASHING_SERVER.format(python=sys.executable))
+    fake.chmod(0o755)
+    env = {**__import__("os").environ, "TOPOEVAL_LLAMA_SERVER": str(fake)}
+    proc = subprocess.run([sys.executable, "-m", "topoeval.models.llamacpp_build"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "crashed with SIGSEGV" in lines[0] and "TOPOEVAL_LLAMA_CMAKE_ARGS" in lines[0], lines[0]

@@ -1,0 +1,270 @@
+"""A portable ``llama-server`` built from the llama.cpp source llama-cpp-python's sdist vendors.
+
+Local GGUF models (the embedded SmolLM2, its adapters, any ``gguf:PATH``) run in llama.cpp's own
+server, in a process of their own (:mod:`topoeval.models.llama_server`). This module builds that
+binary once:
+
+- **Source.** The sdist of llama-cpp-python :data:`LLAMA_CPP_PYTHON` (``pip download``, the only
+  step that needs PyPI) carries llama.cpp under ``vendor/llama.cpp`` with ``tools/server``; one
+  pinned version for the server, the LoRA converter (:mod:`topoeval.training.lora_gguf`) and the
+  in-process library the training check uses.
+- **Portable instruction set.** ``GGML_NATIVE=OFF`` and, on x86-64, the x86-64-v3 set (AVX, AVX2,
+  FMA, F16C, BMI2: every x86-64 CPU since 2013-2015). A host-native build compiles in whatever the
+  build machine has — AMX tiles on a Sapphire Rapids Xeon, where the native build segfaults on the
+  first decode of the embedded model — and a binary cached or copied to another CPU may crash on
+  it. llama.cpp's runtime dispatch (``GGML_BACKEND_DL`` + ``GGML_CPU_ALL_VARIANTS``) compiles the CPU
+  backend once per variant, several times the build; docs/models.md has the measured trade-off.
+  ``$TOPOEVAL_LLAMA_CMAKE_ARGS`` replaces the flags (e.g. ``-DGGML_AVX2=OFF`` for an older CPU).
+- **One build for the server and the Python binding.** Shared libraries (``libllama.so``,
+  ``libggml*.so``, found through ``$ORIGIN``) beside ``llama-server``, no curl, no OpenSSL, no web UI,
+  cached under ``$TOPOEVAL_CACHE/llama-server/<tag>/`` with a ``build.json`` (version, flags,
+  compiler, seconds) that run.json copies into its fingerprint. llama-cpp-python (used in-process
+  only by the training check, :mod:`topoeval.training.lora_gguf`) is installed without compiling
+  (``CMAKE_ARGS=-DLLAMA_BUILD=OFF``) and loads these libraries (:func:`import_llama_cpp`), so no
+  second, host-native copy of llama.cpp is ever built.
+- **Self-test in a subprocess.** :func:`self_test` starts the built server on the embedded GGUF and
+  decodes a few tokens; a crash (a signal), a hang or a wrong answer fails the install with one
+  line saying what crashed and how to rebuild, instead of leaving a binary that dies mid-run.
+
+``python -m topoeval.models.llamacpp_build`` builds (if needed) and self-tests; ``make install`` runs
+it. ``$TOPOEVAL_LLAMA_SERVER`` names a llama-server binary of your own instead (it is self-tested too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from topoeval.core.errors import UserError
+
+#: The llama.cpp source: this llama-cpp-python release's sdist (its vendor/llama.cpp).
+LLAMA_CPP_PYTHON = "0.3.36"
+BINARY = "llama-server"
+BUILD_RECORD = "build.json"
+COMMON_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DCMAKE_BUILD_RPATH=$ORIGIN", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF",
+)
+#: x86-64-v3: what every x86-64 CPU of the last decade runs; nothing host-specific
+X86_64_V3 = ("-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_BMI2=ON")
+
+
+def cache_root() -> Path:
+    """``$TOPOEVAL_CACHE``, else ``$XDG_CACHE_HOME/topoeval``, else ``~/.cache/topoeval``."""
+    if os.environ.get("TOPOEVAL_CACHE"):
+        return Path(os.environ["TOPOEVAL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "topoeval"
+
+
+def isa_flags() -> tuple[str, ...]:
+    """The instruction-set flags of the build: ``$TOPOEVAL_LLAMA_CMAKE_ARGS``, else the portable set."""
+    custom = os.environ.get("TOPOEVAL_LLAMA_CMAKE_ARGS")
+    if custom is not None:
+        return tuple(shlex.split(custom))
+    return X86_64_V3 if platform.machine().lower() in ("x86_64", "amd64") else ("-DGGML_NATIVE=OFF",)
+
+
+def build_tag(flags: tuple[str, ...]) -> str:
+    digest = hashlib.sha256("\n".join((LLAMA_CPP_PYTHON, platform.machine(), *COMMON_FLAGS, *flags)).encode())
+    return f"{LLAMA_CPP_PYTHON}-{platform.machine()}-{digest.hexdigest()[:12]}"
+
+
+def build_dir(flags: tuple[str, ...] | None = None) -> Path:
+    return cache_root() / "llama-server" / build_tag(isa_flags() if flags is None else flags)
+
+
+def server_binary(required: bool = True) -> Path | None:
+    """The llama-server to run: ``$TOPOEVAL_LLAMA_SERVER``, else the cached portable build."""
+    custom = os.environ.get("TOPOEVAL_LLAMA_SERVER")
+    path = Path(custom) if custom else build_dir() / BINARY
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    if not required:
+        return None
+    where = f"$TOPOEVAL_LLAMA_SERVER ({custom})" if custom else str(path)
+    raise UserError(f"llama.cpp's server is not built ({where} is missing); build it once (about 8 minutes on "
+                    f"2 cores, needs PyPI for the source): {sys.executable} -m topoeval.models.llamacpp_build"
+                    "  (make install does this)")
+
+
+def build_record(binary: Path | None = None) -> dict:
+    """What is known about the server binary: its ``build.json``, or just its path for one of your own."""
+    binary = binary or server_binary()
+    record = binary.parent / BUILD_RECORD
+    if record.is_file() and not os.environ.get("TOPOEVAL_LLAMA_SERVER"):
+        return json.loads(record.read_text())
+    return {"binary": str(binary), "source": "TOPOEVAL_LLAMA_SERVER"}
+
+
+def import_llama_cpp():
+    """``import llama_cpp`` on the portable build's libraries (``LLAMA_CPP_LIB_PATH``), not on whatever
+    a pip build compiled into its wheel."""
+    folder = build_dir()
+    if "LLAMA_CPP_LIB_PATH" not in os.environ and (folder / "libllama.so").is_file():
+        os.environ["LLAMA_CPP_LIB_PATH"] = str(folder)
+    try:
+        import llama_cpp
+    except ImportError:
+        raise UserError("this needs llama-cpp-python: CMAKE_ARGS=-DLLAMA_BUILD=OFF pip install "
+                        f"llama-cpp-python=={LLAMA_CPP_PYTHON}  (make install does this)") from None
+    return llama_cpp
+
+
+def fetch_sdist(dest: Path) -> Path:
+    """llama-cpp-python's sdist, downloaded with pip into ``dest``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
+         f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", str(dest)], capture_output=True, text=True)
+    sdists = sorted(dest.glob("llama_cpp_python-*.tar.gz"))
+    if proc.returncode != 0 or not sdists:
+        last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
+        raise UserError(f"could not download llama-cpp-python=={LLAMA_CPP_PYTHON}'s source to build llama-server ({last})")
+    return sdists[0]
+
+
+def _cmake() -> str:
+    exe = shutil.which("cmake")
+    if exe is None:
+        raise UserError("building llama-server needs cmake (>= 3.21): pip install cmake, or your system's package")
+    return exe
+
+
+def build(force: bool = False, jobs: int | None = None, log=sys.stderr) -> Path:
+    """Build llama-server with the portable flags (cached: a second call returns the same file)."""
+    flags = isa_flags()
+    out = build_dir(flags)
+    binary = out / BINARY
+    if binary.is_file() and (out / BUILD_RECORD).is_file() and not force:
+        return binary
+    cmake = _cmake()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".build-") as tmp:
+        work = Path(tmp)
+        sdist = fetch_sdist(work)
+        with tarfile.open(sdist) as tar:
+            tar.extractall(work, filter="data")
+        source = next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
+        tree = work / "build"
+        jobs = jobs or os.cpu_count() or 2
+        print(f"building llama-server {LLAMA_CPP_PYTHON} ({' '.join(flags)}) with {jobs} jobs ...", file=log, flush=True)
+        info: dict[str, str] = {}
+        for step in ([cmake, "-S", str(source), "-B", str(tree), *COMMON_FLAGS, *flags],
+                     [cmake, "--build", str(tree), "--target", BINARY, "-j", str(jobs)]):
+            proc = subprocess.run(step, capture_output=True, text=True)
+            info = info or _configure_info(proc.stdout + proc.stderr)
+            if proc.returncode != 0:
+                lines = [l for l in (proc.stdout + proc.stderr).splitlines() if "error" in l.lower()] or \
+                        (proc.stdout + proc.stderr).strip().splitlines()
+                raise UserError(f"building llama-server failed ({' '.join(step[:2])}): {lines[-1] if lines else proc.returncode}")
+        built = next(tree.rglob(BINARY), None)
+        if built is None:
+            raise UserError(f"building llama-server produced no {BINARY} binary")
+        staging = work / "out"
+        staging.mkdir()
+        shutil.copy2(built, staging / BINARY)
+        for lib in built.parent.glob("lib*.so*"):  # libllama, libggml*, libmtmd: the server's and llama_cpp's
+            shutil.copy2(lib, staging / lib.name, follow_symlinks=False)
+        (staging / BUILD_RECORD).write_text(json.dumps({
+            "llama_cpp_python": LLAMA_CPP_PYTHON, **info,
+            "sdist_sha256": hashlib.sha256(sdist.read_bytes()).hexdigest(),
+            "cmake_flags": [*COMMON_FLAGS, *flags], "machine": platform.machine(),
+            "compiler": _compiler_version(), "build_s": round(time.perf_counter() - started, 1),
+        }, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    return binary
+
+
+def _configure_info(output: str) -> dict[str, str]:
+    """``ggml version`` / ``ggml commit`` as llama.cpp's configure step reports them."""
+    info = {}
+    for key in ("version", "commit"):
+        m = re.search(rf"ggml {key}:\s*(\S+)", output)
+        if m:
+            info[f"ggml_{key}"] = m.group(1)
+    return info
+
+
+def _compiler_version() -> str | None:
+    cc = shutil.which("c++") or shutil.which("g++")
+    if cc is None:
+        return None
+    out = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()
+    return out[0] if out else None
+
+
+def self_test(binary: Path | None = None, model: str | None = None, timeout_s: float = 120.0) -> str:
+    """Start ``binary`` on the embedded GGUF in its own process and decode a few tokens.
+
+    Returns a one-line success message; raises :class:`UserError` with one line (what crashed, how to
+    rebuild) when the server dies, hangs or answers nothing.
+    """
+    from topoeval.models.embedded import embedded_gguf
+    from topoeval.models.llama_server import LlamaServer, ServerDied
+
+    binary = binary or server_binary()
+    model = model or embedded_gguf()
+    rebuild = (f"rebuild with other flags: TOPOEVAL_LLAMA_CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF' "
+               f"{sys.executable} -m topoeval.models.llamacpp_build --force")
+    started = time.perf_counter()
+    server = None
+    try:
+        server = LlamaServer(binary, model, slots=1, n_ctx=512, startup_timeout_s=timeout_s)
+        data = server.post_sync("/completion", {"prompt": "<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n",
+                                                "n_predict": 8, "temperature": 0.0, "cache_prompt": False},
+                                timeout_s=timeout_s)
+        n = int(data.get("tokens_predicted") or 0)
+        if n < 1:
+            raise UserError(f"llama-server self-test: {binary} decoded no token ({data!r:.200}); {rebuild}")
+    except ServerDied as exc:
+        raise UserError(f"llama-server self-test: {binary} {exc.reason} while decoding a test prompt on this CPU "
+                        f"({platform.processor() or platform.machine()}); {rebuild}") from None
+    finally:
+        if server is not None:
+            server.stop()
+    return (f"llama-server self-test passed: {binary} decoded {n} tokens of {Path(model).name} "
+            f"in {time.perf_counter() - started:.1f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m topoeval.models.llamacpp_build", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--force", action="store_true", help="rebuild even if a build with these flags is cached")
+    ap.add_argument("--jobs", type=int, default=None, help="parallel compile jobs (default: all cores)")
+    ap.add_argument("--no-self-test", action="store_true", help="skip the decode test")
+    ap.add_argument("--print-path", action="store_true", help="print the binary's path and exit (no build)")
+    args = ap.parse_args(argv)
+    try:
+        if args.print_path:
+            print(server_binary())
+            return 0
+        binary = server_binary(required=False) if os.environ.get("TOPOEVAL_LLAMA_SERVER") else build(args.force, args.jobs)
+        if binary is None:
+            binary = server_binary()
+        if not args.no_self_test:
+            print(self_test(binary))
+        else:
+            print(binary)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
