@@ -151,64 +151,11 @@ def throughput(latency: float, concurrencies: list[int], per_c: int) -> list[dic
     return rows
 
 
-def embedded_tokens_per_s(n_prompts: int = 6, max_tokens: int = 48) -> dict:
-    """Tokens/s of the embedded model through topoeval's backend vs bare llama-cpp-python, same prompts.
-
-    Both run the same grammar-constrained tool-calling steps (``complete_with_tools``); the bare
-    reference calls them synchronously on a ``llama_cpp.Llama``, topoeval goes through its policy
-    (message conversion, a worker thread, usage accounting). Prompts: the first turn of wiki tasks.
-    """
-    import llama_cpp
-
-    from topoeval.protocol.discovery import SuiteRegistry
-    from topoeval.models.embedded import embedded_gguf
-    from topoeval.models.llamacpp import LlamaCppPolicy
-    from topoeval.models.llamacpp_format import for_chatml_function_calling
-    from topoeval.models.llamacpp_tools import complete_with_tools
-    from topoeval.models.options import ModelOptions
-    from topoeval.core.policy import EpisodeContext, SamplingParams
-
-    wiki = SuiteRegistry().get("wiki")
-    params = wiki.parse_params({})
-    tasks = wiki.tasks(params, "dev", 0, n_prompts)
-    tools = [t.openai() for t in wiki.tools]
-    convs = [[{"role": "system", "content": wiki.system_prompt(params)}, {"role": "user", "content": t.prompt}] for t in tasks]
-    path = embedded_gguf()
-
-    raw = llama_cpp.Llama(model_path=path, n_ctx=8192, n_threads=os.cpu_count(), verbose=False)
-    complete_with_tools(raw, for_chatml_function_calling(convs[0]), tools, max_tokens=4)  # warm up
-    t0, toks = time.perf_counter(), 0
-    for msgs in convs:
-        r = complete_with_tools(raw, for_chatml_function_calling(msgs), tools, max_tokens=max_tokens, temperature=0.0)
-        toks += r["usage"]["completion_tokens"]
-    raw_tps = toks / (time.perf_counter() - t0)
-    raw.close()
-
-    policy = LlamaCppPolicy(path, ModelOptions())
-    sampling = SamplingParams(max_tokens=max_tokens, temperature=0.0)
-
-    async def run_policy() -> tuple[int, float]:
-        ctx = EpisodeContext(task=tasks[0], suite=wiki, sample=0, shots=0)
-        await policy.act(convs[0], tools, sampling.model_copy(update={"max_tokens": 4}), ctx)  # warm up
-        t0, total = time.perf_counter(), 0
-        for task, msgs in zip(tasks, convs):
-            reply = await policy.act(msgs, tools, sampling, EpisodeContext(task=task, suite=wiki, sample=0, shots=0))
-            total += reply.usage.completion_tokens
-        elapsed = time.perf_counter() - t0
-        await policy.aclose()
-        return total, elapsed
-
-    toks, elapsed = asyncio.run(run_policy())
-    ours = toks / elapsed
-    return {"raw_llama_cpp_tok_s": raw_tps, "topoeval_tok_s": ours, "ratio": ours / raw_tps}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--rounds", type=int, default=8, help="N = rounds x C episodes per path")
-    ap.add_argument("--embedded", action="store_true", help="also measure the embedded model's tokens/s")
     args = ap.parse_args()
 
     rows = throughput(args.latency, args.concurrency, args.rounds)
@@ -222,10 +169,6 @@ def main() -> None:
               f"{r['episodes_per_s'] / ref[r['C']]['episodes_per_s']:11.2f} "
               f"{r['episodes_per_s'] / lit[r['C']]['episodes_per_s']:11.2f} {r['episodes_per_cpu_s']:15.1f} "
               f"{r['whole_run_share']:10.2f} {r['fixed_s']:8.2f}")
-    if args.embedded:
-        e = embedded_tokens_per_s()
-        print(f"embedded smollm2-135m: raw llama-cpp-python {e['raw_llama_cpp_tok_s']:.1f} tok/s, "
-              f"through topoeval {e['topoeval_tok_s']:.1f} tok/s, ratio {e['ratio']:.2f}")
 
 
 if __name__ == "__main__":

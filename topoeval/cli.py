@@ -375,6 +375,22 @@ def serve_openenv(
           max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()))
 
 
+@app.command("serve-model")
+def serve_model(
+    model: Annotated[str, typer.Argument(help="smollm2-135m (the embedded model) or a GGUF path.")] = "smollm2-135m",
+    adapter: Annotated[Optional[list[str]], typer.Option(help="A LoRA adapter: smollm2-135m-wiki or a GGUF path (repeatable).")] = None,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port on 127.0.0.1.")] = 8080,
+    slots: Annotated[int, typer.Option(min=1, help="Sequences decoded together (continuous batching).")] = 4,
+    n_ctx: Annotated[int, typer.Option(min=256, help="Context window of each slot.")] = 8192,
+    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+) -> None:
+    """Serve a local GGUF model with the llama-server topoeval runs (OpenAI-compatible /v1, per-request
+    LoRA adapters and grammars); Ctrl-C stops it. See docs/models.md."""
+    from topoeval.models.serve_model import serve
+
+    serve(model, adapter or [], port, slots, n_ctx, threads, echo=lambda line: typer.echo(line, err=True))
+
+
 @app.command("serve-mcp")
 def serve_mcp(
     target: Annotated[str, typer.Argument(help="A suite name, or a protocol (name or YAML path).")],

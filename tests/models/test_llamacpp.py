@@ -1,34 +1,31 @@
-"""The embedded SmolLM2-135M GGUF through llama.cpp: in-process, and behind a llama.cpp server via litellm.
+"""The embedded SmolLM2-135M GGUF and its adapters through the llama-server topoeval runs.
 
-Marked ``local_model`` (deselect with -m 'not local_model'); ``make test`` runs them.
+Real server processes throughout (the portable build ``make install`` makes). Marked ``local_model``
+(deselect with -m 'not local_model'); ``make test`` runs them.
 """
 
+import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
 import topoeval
+from tests.models.llama_procs import llama_servers, require_server
 
 pytestmark = pytest.mark.local_model
-llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is an optional extra (topoeval[local])")
 
 
 @pytest.fixture(scope="module")
 def gguf():
-    from topoeval.models.embedded import embedded_gguf
-
-    try:
-        return embedded_gguf()
-    except Exception as exc:  # the wheel is installed by make install / make test
-        pytest.skip(f"embedded model not installed: {exc}")
+    return require_server()
 
 
 def episodes(run_dir):
     return [json.loads(l) for l in (run_dir / "episodes.jsonl").read_text().splitlines()]
 
 
-def test_in_process_gguf_runs_wiki_and_travel_episodes(tmp_path, gguf):
+def test_embedded_model_runs_wiki_and_travel_episodes(tmp_path, gguf):
+    before = llama_servers()
     res = topoeval.run_protocol("wiki_to_travel", ["smollm2-135m"], tmp_path / "r", tasks=2, shots=[0],
                                 max_turns=3, max_tokens=48)
     eps = episodes(tmp_path / "r")
@@ -43,96 +40,71 @@ def test_in_process_gguf_runs_wiki_and_travel_episodes(tmp_path, gguf):
         if c["status"] == "invalid":
             assert "not valid JSON" in c["error"], c["error"]
     assert any(c["status"] != "invalid" for c in calls)
+    # run.json says what decoding ran on: the build, its batching, this CPU
+    fp = json.loads((res.run_dir / "run.json").read_text())["inference"]["smollm2-135m"]
+    assert fp["backend"] == "llama-server" and fp["batching"]["slots"] >= 1
+    assert "-DGGML_NATIVE=OFF" in fp["build"].get("cmake_flags", ["-DGGML_NATIVE=OFF"]) and fp["cpu"]["machine"]
+    assert llama_servers() == before  # the server never outlives the run
+
+
+def _wiki_turn():
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    wiki = SuiteRegistry().get("wiki")
+    params = wiki.parse_params({})
+    [task] = wiki.tasks(params, "test", 11, 1)
+    messages = [{"role": "system", "content": wiki.system_prompt(params)}, {"role": "user", "content": task.prompt}]
+    return messages, [t.openai() for t in wiki.tools_for(params)]
 
 
 def test_a_turn_can_end_after_a_call(gguf):
     """The end of a turn is the special token <|im_end|>: the grammar after a call must let it be
     sampled. When it could not, every turn ran on, call after call, to its token budget; the
     wiki-trained adapter (which learned one call per turn) made three open_page calls here."""
+    from topoeval.core.policy import SamplingParams
     from topoeval.models.adapters import adapter_files
-    from topoeval.models.llamacpp_tools import complete_with_tools
-    from topoeval.protocol.discovery import SuiteRegistry
+    from topoeval.policies.registry import make_policy
 
-    lora = adapter_files("smollm2-135m-wiki")[0]
-    if not lora.is_file():
+    if not adapter_files("smollm2-135m-wiki")[0].is_file():
         pytest.skip("adapters/smollm2-135m-wiki.gguf is not there")
-    wiki = SuiteRegistry().get("wiki")
-    params = wiki.parse_params({})
-    [task] = wiki.tasks(params, "test", 11, 1)
-    llama = llama_cpp.Llama(model_path=gguf, lora_path=str(lora), n_ctx=4096, verbose=False)
-    try:
-        reply = complete_with_tools(llama, [{"role": "system", "content": wiki.system_prompt(params)},
-                                            {"role": "user", "content": task.prompt}],
-                                    [t.openai() for t in wiki.tools_for(params)], max_tokens=48)
-    finally:
-        llama.close()
-    message = reply["choices"][0]["message"]
-    assert len(message["tool_calls"]) == 1, message
-    assert reply["usage"]["completion_tokens"] < 48
+    messages, tools = _wiki_turn()
 
-
-def _servers() -> set[int]:
-    """Pids of running llama.cpp servers (read from /proc)."""
-    out = set()
-    for proc in Path("/proc").glob("[0-9]*"):
+    async def turn():
+        policy = make_policy("smollm2-135m-wiki")
         try:
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"topoeval.models.llamacpp_serve" in cmd:
-            out.add(int(proc.name))
-    return out
+            return await policy.complete(messages, tools, SamplingParams(temperature=0.0, max_tokens=48))
+        finally:
+            await policy.aclose()
+
+    reply = asyncio.run(turn())
+    assert len(reply.tool_calls) == 1, reply
+    assert reply.usage.completion_tokens < 48
 
 
-def test_llamacpp_server_through_litellm_and_stopped_after(tmp_path, gguf):
-    before = _servers()
-    res = topoeval.run_protocol("wiki_hops", ["smollm2-135m@server"], tmp_path / "s", tasks=1, shots=[0],
-                                max_turns=3, max_tokens=48)
-    eps = episodes(tmp_path / "s")
-    assert len(eps) == 3 and res.errors == 0, [e["errors"] for e in eps]
-    assert any(e["calls"] for e in eps)
-    assert _servers() == before  # the server never outlives the run
+def test_base_and_adapters_share_one_server_and_differ(gguf):
+    """One loaded copy of the base serves it and both adapters (per-request LoRA), and an adapter's
+    request really applies it: the wiki adapter's turn is not the base's."""
+    from topoeval.core.policy import SamplingParams
+    from topoeval.models.adapters import adapter_files
+    from topoeval.policies.registry import make_policy
 
+    names = ["smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel"]
+    if not all(adapter_files(n)[0].is_file() for n in names[1:]):
+        pytest.skip("the shipped adapters are not there")
+    messages, tools = _wiki_turn()
+    before = llama_servers()
 
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
-def test_server_does_not_outlive_an_interrupted_or_killed_run(tmp_path, gguf, topoeval_cmd, sig):
-    import signal
-    import subprocess
-    import time
+    async def turns():
+        policies = [make_policy(n) for n in names]
+        try:
+            replies = await asyncio.gather(*(p.complete(messages, tools, SamplingParams(max_tokens=32)) for p in policies))
+            return replies, llama_servers() - before
+        finally:
+            for p in policies:
+                await p.aclose()
 
-    before = _servers()
-    proc = subprocess.Popen([*topoeval_cmd, "run", "wiki_hops", "-m", "smollm2-135m@server", "--tasks", "2",
-                             "--out", str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (_servers() - before):
-        assert proc.poll() is None and time.time() < deadline, proc.communicate()
-        time.sleep(0.2)
-    time.sleep(1)
-    proc.send_signal(getattr(signal, sig))
-    proc.communicate(timeout=60)
-    deadline = time.time() + 30
-    while _servers() - before and time.time() < deadline:
-        time.sleep(0.2)
-    assert _servers() == before
-
-
-def test_models_loaded_in_parallel_leave_stdout_where_it_was(gguf):
-    """Llama(verbose=False) silences fds 1 and 2 while it loads; two loads at once must not leave the
-    process's stdout on /dev/null (a two-model run used to print no table at the end)."""
-    import os
-    import threading
-
-    from topoeval.models.llamacpp import LlamaCppPolicy
-    from topoeval.models.options import ModelOptions
-
-    before = os.fstat(1)
-    policies = [LlamaCppPolicy(gguf, ModelOptions(n_ctx=512)) for _ in range(3)]
-    threads = [threading.Thread(target=p._load) for p in policies]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    after = os.fstat(1)
-    for p in policies:
-        p._llama.close()
-    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+    replies, running = asyncio.run(turns())
+    assert len(running) == 1, running
+    rendered = [json.dumps([c.model_dump() for c in r.tool_calls] or r.content, default=str) for r in replies]
+    assert rendered[0] != rendered[1], rendered
+    assert llama_servers() == before

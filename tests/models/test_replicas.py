@@ -129,7 +129,7 @@ def test_a_replica_killed_mid_run_loses_no_episode(tmp_path, three_servers, fixt
     assert all(len(where - {1}) <= 1 for where in spots), spots
     if model.startswith("direct:"):
         # pinned by rendezvous hash of the key; the victim's unfinished episodes finished on a live replica
-        home = ReplicaPool([s.api_base + "/chat/completions" for s in servers])
+        home = ReplicaPool([s.api_base for s in servers])
         moved = 0
         for ep, where in zip(eps, spots):
             pinned = home.urls.index(home.pick(ep["key"]))

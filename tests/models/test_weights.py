@@ -26,14 +26,10 @@ class Answers(Policy):
 
 
 def test_an_adapters_fingerprint_is_its_files_sha256(tmp_path, monkeypatch):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is an optional extra (topoeval[local])")
-    monkeypatch.setattr(adapters, "ADAPTERS_DIR", tmp_path)
-    try:
-        from topoeval.models.embedded import embedded_gguf
+    from tests.models.llama_procs import require_server
 
-        embedded_gguf()
-    except UserError as exc:
-        pytest.skip(str(exc))
+    require_server()
+    monkeypatch.setattr(adapters, "ADAPTERS_DIR", tmp_path)
     (tmp_path / "smollm2-135m-wiki.gguf").write_bytes(b"first training")
     first = make_policy("smollm2-135m-wiki").weights
     (tmp_path / "smollm2-135m-wiki.gguf").write_bytes(b"retrained")

@@ -207,7 +207,7 @@ def test_unknown_model_is_one_line(tmp_path, echo_protocol, fixture_suites, topo
     assert proc.stderr.strip() == (
         "error: unknown model 'gpt-9'; known: noop, oracle, oracle-no-ask, oracle-no-priority, oracle-quit-early, "
         "oracle-reckless, oracle-redundant, oracle-serial, random, or smollm2-135m, smollm2-135m-wiki, "
-        "smollm2-135m-travel, provider/model (litellm), direct:NAME, gguf:PATH, server:PATH, hf:PATH"
+        "smollm2-135m-travel, provider/model (litellm), direct:NAME, gguf:PATH, hf:PATH"
     )
 
 

@@ -58,6 +58,9 @@ class Policy(ABC):
     #: sha256); None when the name alone fixes the model. Response caches key on it, and a run
     #: folder refuses to resume a model whose fingerprint changed.
     weights: str | None = None
+    #: What decoding ran on, where it matters for reproducing outputs (a local llama.cpp server's
+    #: build, CPU features and batching); None for remote and reference backends. run.json records it.
+    inference: dict | None = None
 
     @abstractmethod
     async def act(

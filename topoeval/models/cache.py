@@ -56,6 +56,10 @@ class CachedPolicy(Policy):
     def weights(self) -> str | None:
         return self.inner.weights
 
+    @property
+    def inference(self) -> dict | None:
+        return self.inner.inference
+
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
         # a name whose weights can change (a retrained adapter) keys on them too: never an old model's reply
         model = f"{self.name}@{self.weights}" if self.weights else self.name

@@ -43,7 +43,8 @@ class DirectPolicy(ChatPolicy):
         if not options.api_base:
             raise UserError(f"model 'direct:{model}' needs --api-base (the server's /v1 URL)")
         super().__init__(model, options, name or f"direct:{model}")
-        self.replicas = ReplicaPool([u.rstrip("/") + "/chat/completions" for u in options.api_bases or [options.api_base]])
+        #: the replicas' base URLs (``.../v1``); requests go to ``<base><endpoint>``
+        self.replicas = ReplicaPool([u.rstrip("/") for u in options.api_bases or [options.api_base]])
         self.url = self.replicas.urls[0]
         self._session = None
 
@@ -70,30 +71,38 @@ class DirectPolicy(ChatPolicy):
         return self._session
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
-
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling_args(sampling)}
         if tools:
             body.update(tools=tools, tool_choice="auto")
+        data = await self.post_json("/chat/completions", body)
+        try:
+            return message_from_openai(data["choices"][0]["message"], data.get("usage"))
+        except (KeyError, IndexError, TypeError) as exc:
+            raise RuntimeError(f"malformed response from {self.url}: {str(data)[:200]!r}") from exc
+
+    async def post_json(self, endpoint: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` to ``endpoint`` (e.g. ``/chat/completions``) of the episode's replica; the
+        decoded JSON answer. 408/429/5xx, timeouts and dropped connections raise TransientError."""
         session = self._session if self._session is not None and not self._session.closed else await self._get_session()
-        url = self.replicas.pick(CURRENT_EPISODE.get())
+        base = self.replicas.pick(CURRENT_EPISODE.get())
+        url = base + endpoint
         try:
             async with session.post(url, data=_dumps(body)) as resp:
                 raw = await resp.read()
                 if resp.status >= 500:  # this replica is failing: cool it down, the retry goes to another
-                    self.replicas.failed(url)
+                    self.replicas.failed(base)
                 if resp.status in (408, 429) or resp.status >= 500:
                     raise TransientError(f"HTTP {resp.status}: {raw[:200]!r}",
                                          retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
                 if resp.status >= 400:
                     raise self._refused(resp.status, raw)
         except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
-            self.replicas.failed(url)
+            self.replicas.failed(base)
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
-        self.replicas.succeeded(url)
+        self.replicas.succeeded(base)
         try:
-            data = _loads(raw)
-            return message_from_openai(data["choices"][0]["message"], data.get("usage"))
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            return _loads(raw)
+        except ValueError as exc:
             raise RuntimeError(f"malformed response from {url}: {raw[:200]!r}") from exc
 
     def _refused(self, status: int, raw: bytes) -> Exception:

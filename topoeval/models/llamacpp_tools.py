@@ -9,17 +9,18 @@ between a message and a known tool; the JSON schema of the chosen tool's argumen
 one budget of ``max_tokens`` across all steps of the turn. A call cut off by the budget keeps its
 partial JSON, which the runner records as an invalid call.
 
-It is registered as the llama.cpp chat format ``topoeval-tools`` (in-process, and inside the
-llama.cpp server topoeval starts).
+Each step is one request to the llama.cpp server topoeval starts
+(:mod:`topoeval.models.llama_server_policy`): the prompt so far, a token budget and a grammar; the
+server's prompt cache keeps the prefix, so a step costs its new tokens only.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-CHAT_FORMAT_NAME = "topoeval-tools"
 START = "<|im_start|>"
 END = "<|im_end|>"
 MAX_CALLS_PER_TURN = 8
@@ -112,15 +113,17 @@ def _next_choice_grammar(names: list[str]) -> str:
     return f"root ::= ({calls})?\n"
 
 
-def complete_with_tools(
-    llama,
+#: ``await gen(text, n, grammar=..., json_schema=..., stop=...)`` -> (generated text, prompt tokens,
+#: generated tokens): one bounded generation step continuing ``text``. A grammar is a GBNF string; a
+#: JSON schema constrains the step to the schema's JSON (the server converts it to a grammar).
+Generate = Callable[..., Awaitable[tuple[str, int, int]]]
+
+
+async def complete_with_tools(
+    gen: Generate,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
     max_tokens: int | None = 256,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    seed: int | None = None,
-    **_: Any,
 ) -> dict[str, Any]:
     """One assistant turn as an OpenAI chat.completion dict (message text or tool calls).
 
@@ -128,29 +131,27 @@ def complete_with_tools(
     model's context while it writes a turn is the text it is shown for that turn afterwards (and the
     text a model trained on :mod:`topoeval.training.sft_data` conversations learned).
     """
-    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
-
     limit = max_tokens or 256
-    common = dict(temperature=temperature, top_p=top_p, seed=seed)
     prompt = render_prompt(messages, tools or [])
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
-    def gen(text: str, n: int, grammar=None, stop=(END,)) -> str:
+    async def step(text: str, n: int, grammar: str | None = None, json_schema: dict | None = None,
+                   stop: tuple[str, ...] = (END,)) -> str:
         n = max(1, min(n, limit - usage["completion_tokens"]))
-        r = llama.create_completion(prompt=text, max_tokens=n, grammar=grammar, stop=list(stop), **common)
-        usage["prompt_tokens"] = usage["prompt_tokens"] or r["usage"]["prompt_tokens"]
-        usage["completion_tokens"] += r["usage"]["completion_tokens"]
-        return r["choices"][0]["text"]
+        out, prompt_tokens, generated = await gen(text, n, grammar=grammar, json_schema=json_schema, stop=stop)
+        usage["prompt_tokens"] = usage["prompt_tokens"] or prompt_tokens
+        usage["completion_tokens"] += generated
+        return out
 
     if not tools:
-        message = {"role": "assistant", "content": gen(prompt, limit).strip()}
+        message = {"role": "assistant", "content": (await step(prompt, limit)).strip()}
         return _response(message, usage, "stop")
 
     names = [t["function"]["name"] for t in tools]
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
-    choice = gen(prompt, 24, LlamaGrammar.from_string(_first_choice_grammar(names), verbose=False), stop=())
+    choice = await step(prompt, 24, _first_choice_grammar(names), stop=())
     if not choice.startswith(CALL_PREFIX):
-        text = gen(prompt + MESSAGE_PREFIX, limit).strip()
+        text = (await step(prompt + MESSAGE_PREFIX, limit)).strip()
         return _response({"role": "assistant", "content": text}, usage, "stop")
 
     calls: list[dict[str, Any]] = []
@@ -158,16 +159,12 @@ def complete_with_tools(
     while choice.startswith(CALL_PREFIX) and len(calls) < MAX_CALLS_PER_TURN and usage["completion_tokens"] < limit:
         name = choice[len(CALL_PREFIX):].rstrip(":")
         turn += (CALL_SEPARATOR if calls else "") + call_text(name, "")
-        try:
-            grammar = LlamaGrammar.from_json_schema(json.dumps(schemas[name]), verbose=False)
-        except Exception:
-            grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
-        args = gen(prompt + turn, limit, grammar).strip()
+        args = (await step(prompt + turn, limit, json_schema=schemas.get(name) or {})).strip()
         calls.append({"id": f"call_{len(calls)}", "type": "function", "function": {"name": name, "arguments": args}})
         turn += args
         if usage["completion_tokens"] >= limit:
             break
-        choice = gen(prompt + turn, 24, LlamaGrammar.from_string(_next_choice_grammar(names), verbose=False), stop=())
+        choice = await step(prompt + turn, 24, _next_choice_grammar(names), stop=())
         choice = choice[len(CALL_SEPARATOR):] if choice.startswith(CALL_SEPARATOR + CALL_PREFIX) else choice
     return _response({"role": "assistant", "content": None, "tool_calls": calls}, usage, "tool_calls")
 
@@ -178,11 +175,3 @@ def _response(message: dict[str, Any], usage: dict[str, int], finish: str) -> di
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
         "usage": {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]},
     }
-
-
-def register() -> None:
-    """Make ``chat_format="topoeval-tools"`` available to llama_cpp.Llama (and its server)."""
-    from llama_cpp import llama_chat_format
-
-    registry = llama_chat_format.LlamaChatCompletionHandlerRegistry()
-    registry.register_chat_completion_handler(CHAT_FORMAT_NAME, complete_with_tools, overwrite=True)

@@ -28,6 +28,9 @@ class ModelOptions(BaseModel):
     top_p: float | None = Field(default=None, description="Overrides the protocol's top_p.")
     n_ctx: int = Field(default=8192, description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
     n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
+    local_slots: int | None = Field(default=None, ge=1, description=(
+        "Sequences a local llama-server decodes together (continuous batching; default 4). It is the "
+        "model's default concurrency too; every setting of it is recorded in run.json's inference fingerprint."))
 
     @model_validator(mode="after")
     def _replicas(self) -> "ModelOptions":

@@ -3,11 +3,9 @@
 | form | backend |
 |---|---|
 | ``oracle``, ``oracle-<flaw>``, ``oracle-quit-early``, ``noop``, ``random`` | reference policies |
-| ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in-process through llama-cpp-python |
-| ``smollm2-135m@server`` | the same model behind a llama.cpp server topoeval starts, reached through litellm |
-| ``smollm2-135m-wiki``, ``smollm2-135m-travel`` | the embedded model with a LoRA adapter trained on that topology (``adapters/``, ``make train``) |
-| ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in-process (llama-cpp-python) |
-| ``server:PATH`` | any GGUF file behind a llama.cpp server, through litellm |
+| ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in a llama-server process topoeval runs |
+| ``smollm2-135m-wiki``, ``smollm2-135m-travel`` | the embedded model with a LoRA adapter trained on that topology (``adapters/``, ``make train``), on the same server |
+| ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in a llama-server process topoeval runs |
 | ``hf:PATH`` or a folder with ``config.json`` | a Hugging Face checkpoint through transformers |
 | ``direct:NAME`` (with ``--api-base``) | the lean aiohttp path to an OpenAI-compatible server |
 | ``provider/model`` | litellm (``openai/gpt-4o-mini``, ``anthropic/...``, ``openai/NAME`` + ``--api-base``) |
@@ -35,7 +33,7 @@ REFERENCE: dict[str, Callable[[], Policy]] = {
     "random": RandomPolicy,
 }
 EMBEDDED = "smollm2-135m"
-FORMS = f"{EMBEDDED}, {EMBEDDED}-wiki, {EMBEDDED}-travel, provider/model (litellm), direct:NAME, gguf:PATH, server:PATH, hf:PATH"
+FORMS = f"{EMBEDDED}, {EMBEDDED}-wiki, {EMBEDDED}-travel, provider/model (litellm), direct:NAME, gguf:PATH, hf:PATH"
 
 
 def known_models() -> list[str]:
@@ -53,31 +51,17 @@ def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Poli
     options = options or ModelOptions()
     if spec in REFERENCE:
         return REFERENCE[spec]()
-    if spec in (EMBEDDED, f"{EMBEDDED}@server"):
-        from topoeval.models.embedded import embedded_gguf
-
-        path = embedded_gguf()
-        if spec.endswith("@server"):
-            from topoeval.models.llamacpp_server import LlamaServerPolicy
-
-            return LlamaServerPolicy(path, options, name=spec)
-        from topoeval.models.llamacpp import LlamaCppPolicy
-
-        return LlamaCppPolicy(path, options, name=spec)
-    if is_adapter_model(spec):
+    if spec == EMBEDDED or is_adapter_model(spec):
         from topoeval.models.adapters import adapter_path
         from topoeval.models.embedded import embedded_gguf
-        from topoeval.models.llamacpp import LlamaCppPolicy
+        from topoeval.models.llama_server_policy import LlamaServerPolicy
 
-        return LlamaCppPolicy(embedded_gguf(), options, name=spec, lora_path=adapter_path(spec))
+        lora = adapter_path(spec) if spec != EMBEDDED else None
+        return LlamaServerPolicy(embedded_gguf(), options, name=spec, lora_path=lora)
     if spec.startswith("gguf:") or spec.endswith(".gguf"):
-        from topoeval.models.llamacpp import LlamaCppPolicy
+        from topoeval.models.llama_server_policy import LlamaServerPolicy
 
-        return LlamaCppPolicy(_existing(spec.removeprefix("gguf:")), options, name=spec)
-    if spec.startswith("server:"):
-        from topoeval.models.llamacpp_server import LlamaServerPolicy
-
-        return LlamaServerPolicy(_existing(spec.removeprefix("server:")), options, name=spec)
+        return LlamaServerPolicy(_existing(spec.removeprefix("gguf:")), options, name=spec)
     if spec.startswith("hf:") or (Path(spec) / "config.json").is_file():
         from topoeval.models.transformers_backend import TransformersPolicy
 

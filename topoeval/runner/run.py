@@ -156,6 +156,9 @@ async def arun_episodes(
     await _preflight(policies, {job[0] for job in pending})
     weights = {p.name: p.weights for p in policies if p.weights}
     meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets, weights)
+    inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
+    if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
+        meta["inference"] = {**meta.get("inference", {}), **inference}
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
     meta["overrides"] = {key: value for key, value in (("tasks", tasks), ("samples", samples), ("max_turns", max_turns),
                                                      ("max_tokens", max_tokens)) if value is not None}

@@ -1,0 +1,199 @@
+"""llama.cpp's ``llama-server`` as a process topoeval starts, health-checks, restarts and stops.
+
+One server per base GGUF (and context, threads, slots) in a process: the embedded model and each
+of its LoRA adapters share one loaded copy of the weights; a request names its adapter
+(``"lora": [{"id": i, "scale": 1}]``, the others at 0). ``slots`` sequences decode together
+(continuous batching).
+
+Lifecycle (docs/models.md, "Local models"):
+
+- started in a session (process group) of its own, on a free loopback port, its log in a file;
+  ready when ``GET /health`` answers 200;
+- stopped on every exit: :meth:`LlamaServer.stop` (SIGTERM to the group, SIGKILL after a grace
+  period) when the run ends, at interpreter exit (``atexit``), and — through ``PR_SET_PDEATHSIG``,
+  set in the child between fork and exec — when topoeval itself is killed (SIGKILL included). The
+  server is spawned from the thread that owns the event loop (not a worker thread: the death
+  signal fires when the *thread* that forked exits);
+- a server that died (a signal, an exit) is reported as :class:`ServerDied` with the reason, which
+  the policy turns into a restart and a retried turn (:mod:`topoeval.models.llama_server_policy`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+
+class ServerDied(Exception):
+    """The llama-server process is gone (or never answered); ``reason`` says how."""
+
+    def __init__(self, reason: str, log_tail: str = ""):
+        super().__init__(reason + (f" (last log line: {log_tail})" if log_tail else ""))
+        self.reason = reason
+        self.log_tail = log_tail
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"crashed with {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+class LlamaServer:
+    """One running ``llama-server`` process (see the module docstring)."""
+
+    def __init__(self, binary: str | Path, model: str, loras: list[str] | tuple[str, ...] = (), slots: int = 4,
+                 n_ctx: int = 8192, n_threads: int | None = None, port: int | None = None,
+                 startup_timeout_s: float = 120.0, extra_args: tuple[str, ...] = (), wait: bool = True):
+        self.binary, self.model, self.loras = str(binary), model, list(loras)
+        self.slots, self.n_ctx = slots, n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.port = port or free_port()
+        self.startup_timeout_s = startup_timeout_s
+        cmd = [
+            self.binary, "--model", model, "--host", "127.0.0.1", "--port", str(self.port),
+            # each slot gets n_ctx of its own (a split cache: one sequence's attention never spans another's)
+            "--parallel", str(slots), "--ctx-size", str(n_ctx * slots), "--no-kv-unified",
+            "--threads", str(self.n_threads), "--threads-batch", str(self.n_threads),
+            "--no-webui", "--alias", "local", *extra_args,
+        ]
+        for lora in self.loras:
+            cmd += ["--lora", lora]
+        if self.loras:
+            cmd.append("--lora-init-without-apply")  # every request says which adapter it wants
+        self.cmd = cmd
+        self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        atexit.register(self.stop)
+        if wait:
+            self.wait_ready()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_base(self) -> str:
+        return self.url + "/v1"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def death(self) -> ServerDied | None:
+        """Why the process is gone, or None while it runs."""
+        code = self.proc.poll()
+        return None if code is None else ServerDied(describe_exit(code), self.log_tail())
+
+    def health(self, timeout_s: float = 2.0) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=timeout_s) as r:
+                return r.status == 200
+        except (OSError, ValueError):
+            return False
+
+    def wait_ready(self) -> None:
+        """Block until ``/health`` answers 200; :class:`ServerDied` if it exits or takes too long."""
+        deadline = self.started_at + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            died = self.death()
+            if died is not None:
+                raise died
+            if self.health():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise ServerDied(f"did not answer /health within {self.startup_timeout_s:.0f} s", self.log_tail())
+
+    async def wait_ready_async(self) -> None:
+        import asyncio
+
+        deadline = self.started_at + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            died = self.death()
+            if died is not None:
+                raise died
+            if await asyncio.to_thread(self.health, 1.0):
+                return
+            await asyncio.sleep(0.1)
+        self.stop()
+        raise ServerDied(f"did not answer /health within {self.startup_timeout_s:.0f} s", self.log_tail())
+
+    def post_sync(self, path: str, body: dict[str, Any], timeout_s: float = 120.0) -> dict[str, Any]:
+        """One blocking request (the self-test and the bench); :class:`ServerDied` if the process died."""
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as r:
+                return json.loads(r.read())
+        except (OSError, urllib.error.URLError) as exc:
+            time.sleep(0.2)  # a crash closes the socket a moment before the process is reaped
+            died = self.death()
+            if died is not None:
+                raise died from None
+            raise ServerDied(f"did not answer {path} ({type(exc).__name__}: {exc})", self.log_tail()) from None
+
+    def log_tail(self, lines: int = 1) -> str:
+        try:
+            text = Path(self.log.name).read_text(errors="replace")
+        except OSError:
+            return ""
+        kept = [l.strip() for l in text.splitlines() if l.strip()]
+        return " | ".join(kept[-lines:])
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """SIGTERM to the server's process group, SIGKILL after ``grace_s``; idempotent. The log file
+        is removed after a normal stop and kept after a death of its own (errors name its path)."""
+        stopped_by_us = self.proc.poll() is None
+        if stopped_by_us:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                self.proc.terminate()
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    self.proc.kill()
+                self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+            if stopped_by_us:
+                Path(self.log.name).unlink(missing_ok=True)
+        try:
+            atexit.unregister(self.stop)
+        except Exception:  # pragma: no cover - interpreter shutting down
+            pass

@@ -1,0 +1,215 @@
+"""Local GGUF models (the embedded SmolLM2, its LoRA adapters, ``gguf:PATH``) through a llama-server
+topoeval runs, on the same OpenAI-compatible client path as a vLLM server (``direct:``).
+
+Every generation step of a turn (:func:`topoeval.models.llamacpp_tools.complete_with_tools`) is one
+``POST /v1/completions`` with llama.cpp's extras: a GBNF ``grammar`` or a ``json_schema`` for the
+step, the request's LoRA adapter, ``cache_prompt``. Transport, retries and error mapping are
+:class:`~topoeval.models.direct.DirectPolicy`'s.
+
+Faults are episodes, not crashes: a server that dies (a signal, an exit) or stops answering is
+restarted — at most :data:`MAX_RESTARTS` times per server — and the turn retried on the new one;
+past that, the model's turns fail with one line naming the model and the crash, which the runner
+records as episode errors (excluded from the scores, retried by the next run of the command; the
+CLI exits 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from topoeval.core.messages import AssistantMessage
+from topoeval.core.policy import SamplingParams
+from topoeval.models.direct import DirectPolicy
+from topoeval.models.llama_server import LlamaServer, ServerDied, free_port
+from topoeval.models.llamacpp_format import for_chatml_function_calling
+from topoeval.models.llamacpp_tools import END, complete_with_tools
+from topoeval.models.openai_format import message_from_openai
+from topoeval.models.options import ModelOptions
+from topoeval.models.retry import PermanentError, TransientError
+
+#: Restarts of one server after it died or hung, per run; then its model's turns fail.
+MAX_RESTARTS = 3
+#: Sequences one server decodes together (continuous batching); ``ModelOptions.local_slots`` overrides.
+DEFAULT_SLOTS = 4
+#: llama-cpp-python's sampling defaults, kept so a sampled (temperature > 0) run means what it meant
+SAMPLER_DEFAULTS = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0}
+
+
+class ServerUnavailable(RuntimeError):
+    """The model's server crashed more than :data:`MAX_RESTARTS` times: its turns fail, not retried."""
+
+
+class SharedServer:
+    """The llama-server of one base model in this process, shared by the policies of its adapters."""
+
+    def __init__(self, binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int):
+        self.binary, self.model, self.n_ctx, self.n_threads, self.slots = binary, model, n_ctx, n_threads, slots
+        self.port = free_port()
+        self.loras: list[str] = []  # adapter ids are positions in this list
+        self.users: set[int] = set()
+        self.server: LlamaServer | None = None
+        self.restarts = 0
+        self.last_death = ""
+        self._lock: asyncio.Lock | None = None
+
+    def register(self, user: int, lora: str | None) -> None:
+        """A policy that will use this server (and its adapter: loaded when the server starts)."""
+        self.users.add(user)
+        if lora is not None and lora not in self.loras:
+            self.loras.append(lora)
+            if self.server is not None and self.server.alive():
+                self._stop()  # loaded at start: an adapter added later means a restart (once per adapter)
+
+    def lora_ref(self, lora: str | None) -> list[dict[str, float]]:
+        """The request's ``lora`` field: its adapter at scale 1, every other at 0."""
+        return [] if lora is None else [{"id": self.loras.index(lora), "scale": 1.0}]
+
+    async def ensure(self) -> LlamaServer:
+        """The running server, started when needed with every registered adapter."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.server is not None and self.server.alive():
+                return self.server
+            if self.server is not None:  # it died on its own
+                died = self.server.death()
+                self._count_restart(died.reason if died else "stopped")
+            # spawned here, in the event loop's thread (see llama_server: the death signal)
+            self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots, n_ctx=self.n_ctx,
+                                      n_threads=self.n_threads, port=self.port, wait=False)
+            try:
+                await self.server.wait_ready_async()
+            except ServerDied as exc:
+                self._count_restart(exc.reason)
+                self.server.stop()
+                raise TransientError(f"llama-server {exc}") from None
+            return self.server
+
+    async def hung(self, server: LlamaServer, reason: str) -> None:
+        """A request to ``server`` timed out: kill it, if it does not answer /health, for a restart."""
+        if server is self.server and server.alive() and not await asyncio.to_thread(server.health, 2.0):
+            server.stop(grace_s=1.0)
+            self.last_death = reason
+
+    def _count_restart(self, reason: str) -> None:
+        self.restarts += 1
+        self.last_death = reason
+        if self.restarts > MAX_RESTARTS:
+            raise ServerUnavailable(f"llama-server of {Path(self.model).name} failed {self.restarts} times "
+                                    f"(last: {reason}); log: {self.server.log.name if self.server else '-'}")
+
+    def _stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def release(self, user: int) -> None:
+        self.users.discard(user)
+        if not self.users:
+            self._stop()
+            self._lock = None
+            _SERVERS.pop(self.key(), None)
+
+    def key(self) -> tuple:
+        return (str(self.binary), self.model, self.n_ctx, self.n_threads, self.slots)
+
+
+_SERVERS: dict[tuple, SharedServer] = {}
+
+
+def shared_server(binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int) -> SharedServer:
+    key = (str(binary), model, n_ctx, n_threads, slots)
+    if key not in _SERVERS:
+        _SERVERS[key] = SharedServer(binary, model, n_ctx, n_threads, slots)
+    return _SERVERS[key]
+
+
+class LlamaServerPolicy(DirectPolicy):
+    """A GGUF model (optionally with a LoRA adapter) served by a llama-server of topoeval's."""
+
+    def __init__(self, model_path: str, options: ModelOptions, name: str | None = None, lora_path: str | None = None):
+        from topoeval.models.llamacpp_build import server_binary
+
+        self.model_path, self.lora_path = model_path, lora_path
+        self.binary = server_binary()
+        slots = options.local_slots or DEFAULT_SLOTS
+        self.shared = shared_server(self.binary, model_path, options.n_ctx, options.n_threads, slots)
+        super().__init__("local", options.model_copy(update={"api_base": f"http://127.0.0.1:{self.shared.port}/v1",
+                                                             "api_bases": [], "api_key": None}),
+                         name or os.path.basename(model_path))
+        self.concurrency = slots
+        self._weights: str | None = None
+        self.shared.register(id(self), lora_path)
+
+    @property
+    def weights(self) -> str | None:
+        """The adapter file's sha256 (the base GGUF is fixed by the name; an adapter can be retrained)."""
+        if self.lora_path and self._weights is None:
+            self._weights = hashlib.sha256(Path(self.lora_path).read_bytes()).hexdigest()
+        return self._weights
+
+    @property
+    def inference(self) -> dict[str, Any]:
+        """What decoding ran on (run.json's fingerprint): the server build, its batching, this CPU."""
+        from topoeval.models.fingerprint import inference_fingerprint
+
+        return inference_fingerprint(self.binary, slots=self.shared.slots, n_ctx=self.shared.n_ctx,
+                                     n_threads=self.shared.n_threads)
+
+    def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
+        args = super().sampling_args(sampling)
+        args.pop("max_tokens", None)
+        return {**SAMPLER_DEFAULTS, **args}
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+        if id(self) not in self.shared.users or _SERVERS.get(self.shared.key()) is not self.shared:  # used again after aclose
+            self.shared = shared_server(self.binary, self.model_path, self.shared.n_ctx, self.shared.n_threads,
+                                        self.shared.slots)
+            self.shared.register(id(self), self.lora_path)
+        server = await self.shared.ensure()
+        sampler = self.sampling_args(sampling)
+        lora = self.shared.lora_ref(self.lora_path)
+
+        async def gen(text: str, n: int, grammar: str | None = None, json_schema: dict | None = None,
+                      stop: tuple[str, ...] = (END,)) -> tuple[str, int, int]:
+            body: dict[str, Any] = {"model": "local", "prompt": text, "max_tokens": n, "stop": list(stop),
+                                    "cache_prompt": True, "lora": lora, **sampler}
+            if grammar is not None:
+                body["grammar"] = grammar
+            if json_schema is not None:
+                body["json_schema"] = json_schema
+            try:
+                data = await self.post_json("/completions", body)
+            except PermanentError as exc:
+                if json_schema in (None, {}) or exc.status != 400:
+                    raise
+                body["json_schema"] = {}  # a schema the server cannot turn into a grammar: any JSON
+                data = await self.post_json("/completions", body)
+            try:
+                usage = data.get("usage") or {}
+                return data["choices"][0]["text"], int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            except (KeyError, IndexError, TypeError, AttributeError) as exc:
+                raise RuntimeError(f"malformed response from llama-server: {str(data)[:200]!r}") from exc
+
+        # native mode: the chatml-function-calling shape; prompt mode (tools=[]): the messages as ChatPolicy made them
+        shaped = for_chatml_function_calling(messages) if tools else messages
+        try:
+            response = await complete_with_tools(gen, shaped, tools, sampling.max_tokens)
+        except TransientError as exc:
+            await asyncio.sleep(0.2)  # a crash closes the socket a moment before the process is reaped
+            died = server.death()
+            if died is None and "Timeout" in str(exc):
+                await self.shared.hung(server, f"no answer within {self.options.timeout_s:.0f} s")
+            elif died is not None:
+                raise TransientError(f"llama-server {died}; restarting it") from None
+            raise
+        return message_from_openai(response["choices"][0]["message"], response.get("usage"))
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        self.shared.release(id(self))
+
