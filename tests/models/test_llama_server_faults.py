@@ -70,7 +70,7 @@ def test_a_server_that_crashes_mid_run_is_restarted_and_the_run_completes(tmp_pa
     eps = episodes(tmp_path / "r")
     assert saboteur.hit, "the server was never signalled"
     assert res.errors == 0 and all(e["status"] != "error" for e in eps), [e["errors"] for e in eps]
-    assert len(eps) == 3
+    assert len(eps) == 6  # wiki_hops: 3 topologies x 2 tasks
     assert llama_servers() == before
 
 

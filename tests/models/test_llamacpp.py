@@ -83,7 +83,8 @@ def test_a_turn_can_end_after_a_call(gguf):
 
 def test_base_and_adapters_share_one_server_and_differ(gguf):
     """One loaded copy of the base serves it and both adapters (per-request LoRA), and an adapter's
-    request really applies it: the wiki adapter's turn is not the base's."""
+    request really applies it: the base and each adapter give the same prompt other next-token
+    probabilities."""
     from topoeval.core.policy import SamplingParams
     from topoeval.models.adapters import adapter_files
     from topoeval.policies.registry import make_policy
@@ -98,13 +99,19 @@ def test_base_and_adapters_share_one_server_and_differ(gguf):
         policies = [make_policy(n) for n in names]
         try:
             replies = await asyncio.gather(*(p.complete(messages, tools, SamplingParams(max_tokens=32)) for p in policies))
-            return replies, llama_servers() - before
+            server = policies[0].shared.server
+            probe = {"prompt": "<|im_start|>user\nName a city.<|im_end|>\n<|im_start|>assistant\n", "n_predict": 1,
+                     "n_probs": 5, "temperature": 0.0}
+            probs = [json.dumps(server.post_sync("/completion", {**probe, "lora": p.shared.lora_ref(p.lora_path)})
+                                ["completion_probabilities"]) for p in policies]
+            return replies, probs, llama_servers() - before
         finally:
             for p in policies:
                 await p.aclose()
 
-    replies, running = asyncio.run(turns())
+    replies, probs, running = asyncio.run(turns())
     assert len(running) == 1, running
-    rendered = [json.dumps([c.model_dump() for c in r.tool_calls] or r.content, default=str) for r in replies]
-    assert rendered[0] != rendered[1], rendered
+    assert all(r.tool_calls or r.content for r in replies)
+    # each adapter changes the next-token distribution of the same prompt on the same server
+    assert len(set(probs)) == 3, probs
     assert llama_servers() == before
