@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topoeval._moved import install as _install_moved_modules
 from topoeval.core.version import __version__
 
 __all__ = ["load_protocol", "run_protocol", "RunResult", "score_episode", "reward", "make_env", "export_tasks",
@@ -50,5 +49,3 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'topoeval' has no attribute {name!r}")
 
-
-_install_moved_modules()

@@ -1,17 +1,6 @@
 """Protocols: the YAML schema (``schema``), loading and validation (``loader``), finding suites and
 protocols (``discovery``), and a protocol topology made concrete (``topology``).
 
-The schema models are re-exported here: ``from topoeval.protocol import Protocol`` works as it did
-when this package was one module.
+Import from the modules themselves (``from topoeval.protocol.schema import Protocol``); the public
+API is ``topoeval.load_protocol``.
 """
-
-from topoeval.protocol.schema import (  # noqa: F401
-    Baselines,
-    Limits,
-    Protocol,
-    Sampling,
-    SplitSpec,
-    TaskCounts,
-    TopologySpec,
-    TransformSpec,
-)
