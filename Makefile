@@ -27,7 +27,7 @@ comma    := ,
 # Reinstall whenever pyproject.toml changes.
 STAMP    := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: eval test test-adapters install bench leaderboard clean train
+.PHONY: eval test test-adapters install bench bench-local leaderboard clean train
 
 install: $(STAMP)
 
@@ -63,11 +63,21 @@ VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | c
 test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-adapters
+	$(MAKE) --no-print-directory check-wheel
 
 test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP)
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_openenv.py
 	$(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verifiers.py \
 		tests/integrations/test_verifiers_multi_turn.py
+
+# topoeval as `pip install` gives it (.ci/wheel_check.sh): builds the sdist and the wheel, installs the
+# wheel into a clean virtualenv outside the checkout (pip's cache reused) and, from an empty folder,
+# lists the protocols and suites, validates and runs a protocol, runs one episode of the embedded
+# model with a shipped adapter and examples/'s reproduction script. About 50 s on 2 cores, most of
+# it the install.
+.PHONY: check-wheel
+check-wheel: $(STAMP)
+	PYTHON_BUILD=$(BIN)/python BASE_PYTHON=$(PYTHON) .ci/wheel_check.sh
 
 $(OPENENV_STAMP): pyproject.toml
 	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
@@ -83,7 +93,9 @@ $(VERIFIERS_STAMP): pyproject.toml
 	touch $@
 
 # Fine-tunes the embedded model with LoRA on PROTOCOL's train topology on the CPU and writes
-# adapters/smollm2-135m-<train topology>.gguf with its training record (.json) beside it: the model
+# adapters/smollm2-135m-<train topology>.gguf with its training record (.json) beside it — this
+# repository's shipped adapters, which the next make eval uses (`topoeval train` without --out-dir
+# writes ./runs/adapters/ instead; TOPOEVAL_ADAPTERS=runs/adapters uses those): the model
 # smollm2-135m-wiki (PROTOCOL=wiki_to_travel) or smollm2-135m-travel (PROTOCOL=travel_to_wiki).
 # TRAIN_N oracle conversations on the train split, TRAIN_EPOCHS passes; a progress bar, and a
 # checkpoint every 25 steps: rerunning the same command resumes. docs/training.md has the timings.
@@ -91,10 +103,15 @@ TRAIN_N      ?= 300
 TRAIN_EPOCHS ?= 2
 TRAIN_ARGS   ?=
 train: $(STAMP)
-	$(BIN)/topoeval train $(PROTOCOL) --n $(TRAIN_N) --epochs $(TRAIN_EPOCHS) $(TRAIN_ARGS)
+	$(BIN)/topoeval train $(PROTOCOL) --n $(TRAIN_N) --epochs $(TRAIN_EPOCHS) --out-dir adapters $(TRAIN_ARGS)
 
 bench: $(STAMP)
-	$(BIN)/python bench/throughput.py --embedded --rounds 16
+	$(BIN)/python bench/throughput.py --rounds 16
+
+# The embedded model through topoeval's llama-server: bare vs topoeval tokens/s, the quick look's
+# episodes/s at 1, 2, 4, 8 slots against the previous in-process path, determinism under batching.
+bench-local: $(STAMP)
+	$(BIN)/python bench/local_models.py
 
 # Regenerates the committed results/ snapshot (reference policies + the embedded model on every
 # shipped protocol; results/README.md is the leaderboard). 26 minutes on 2 cores here (shared

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import topoeval
-from tests.models.llama_procs import llama_servers, require_server, wait_for
+from tests.models.llama_procs import alive, llama_servers, require_server, wait_for
 from topoeval.models.options import ModelOptions
 
 pytestmark = pytest.mark.local_model
@@ -112,9 +112,10 @@ def test_the_server_does_not_outlive_topoeval(tmp_path, topoeval_cmd, sig):
         wait_for(lambda: llama_servers() - before or proc.poll() is not None, what="the server to start")
         assert proc.poll() is None, proc.communicate()
         time.sleep(1)
+        started = llama_servers() - before
         proc.send_signal(getattr(signal, sig))
         proc.communicate(timeout=60)
-        wait_for(lambda: llama_servers() <= before, timeout_s=30, what="the server to stop")
+        wait_for(lambda: not alive(started), timeout_s=30, what="the server to stop")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -78,16 +78,19 @@ def test_edge_shapes_render_alike(tokenizer):
                                              add_generation_prompt=True) == inference_text(messages, tl)
 
 
-class ScriptedLlama:
-    """create_completion answers from a script; records every prompt it was given."""
+class ScriptedGen:
+    """A generation step (``complete_with_tools``'s ``gen``) answering from a script; records every prompt."""
 
     def __init__(self, texts):
         self.texts, self.prompts = list(texts), []
 
-    def create_completion(self, prompt, max_tokens, grammar=None, stop=(), **_):
+    async def __call__(self, prompt, n, grammar=None, json_schema=None, stop=()):
         self.prompts.append(prompt)
-        text = self.texts.pop(0)
-        return {"choices": [{"text": text}], "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+        return self.texts.pop(0), 10, 2
+
+
+def complete(gen, messages, tools, max_tokens=256):
+    return asyncio.run(complete_with_tools(gen, messages, tools, max_tokens))
 
 
 TOOLS = [{"type": "function", "function": {"name": "look", "description": "d",
@@ -95,11 +98,10 @@ TOOLS = [{"type": "function", "function": {"name": "look", "description": "d",
 
 
 def test_generation_grows_the_turn_the_template_labels(tokenizer):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is an optional extra (topoeval[local])")
     history = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
     # two calls (the second after the model chose "\n" + its name), then the end of the turn
-    llama = ScriptedLlama(["functions.look:", '{"q": "a"}\n', "\nfunctions.look:", ' {"q": "b"}', END])
-    reply = complete_with_tools(llama, for_chatml_function_calling(history), TOOLS, max_tokens=100)
+    llama = ScriptedGen(["functions.look:", '{"q": "a"}\n', "\nfunctions.look:", ' {"q": "b"}', END])
+    reply = complete(llama, for_chatml_function_calling(history), TOOLS, max_tokens=100)
     message = reply["choices"][0]["message"]
     assert [c["function"]["arguments"] for c in message["tool_calls"]] == ['{"q": "a"}', '{"q": "b"}']
     rendered = tokenizer.apply_chat_template([*history, message], tools=TOOLS, tokenize=False)
@@ -107,17 +109,29 @@ def test_generation_grows_the_turn_the_template_labels(tokenizer):
     assert rendered.startswith(llama.prompts[-1] + END)
     assert llama.prompts[-1] == render_prompt(for_chatml_function_calling(history), TOOLS) + assistant_text(message, True)
     # a message turn: "message:" chosen, then its text
-    llama = ScriptedLlama(["message:", " Paris "])
-    message = complete_with_tools(llama, for_chatml_function_calling(history), TOOLS)["choices"][0]["message"]
+    llama = ScriptedGen(["message:", " Paris "])
+    message = complete(llama, for_chatml_function_calling(history), TOOLS)["choices"][0]["message"]
     assert message["content"] == "Paris"
     rendered = tokenizer.apply_chat_template([*history, message], tools=TOOLS, tokenize=False)
     assert rendered.startswith(llama.prompts[-1] + "Paris" + END)
 
 
+@pytest.mark.local_model
 def test_choice_grammars_parse():
-    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is an optional extra (topoeval[local])")
+    """llama-server accepts both choice grammars (an odd tool name included) and keeps to them."""
+    from tests.models.llama_procs import require_server
+    from topoeval.models.llama_server import LlamaServer
+    from topoeval.models.llamacpp_build import server_binary
     from topoeval.models.llamacpp_tools import _first_choice_grammar, _next_choice_grammar
 
-    for g in (_first_choice_grammar(["look", 'odd"name']), _next_choice_grammar(["look", "b"])):
-        llama_cpp.llama_grammar.LlamaGrammar.from_string(g, verbose=False)
+    gguf = require_server()
+    server = LlamaServer(server_binary(), gguf, slots=1, n_ctx=512)
+    try:
+        for g, allowed in ((_first_choice_grammar(["look", 'odd"name']), ("functions.look:", 'functions.odd"name:', "message:")),
+                           (_next_choice_grammar(["look", "b"]), ("", "\nfunctions.look:", "\nfunctions.b:"))):
+            out = server.post_sync("/completion", {"prompt": "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+                                                   "n_predict": 24, "grammar": g, "temperature": 0.0})
+            assert out["content"] in allowed, (g, out["content"])
+    finally:
+        server.stop()
     assert json.dumps("\nfunctions.look:") in _next_choice_grammar(["look"])

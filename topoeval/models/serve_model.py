@@ -17,17 +17,16 @@ from topoeval.models.llama_server import LlamaServer, ServerDied
 def resolve_gguf(model: str) -> str:
     from pathlib import Path
 
-    from topoeval.models.adapters import adapter_path, is_adapter_model
+    from topoeval.models.adapters import BASE_NAME, adapter_path, is_adapter_model
     from topoeval.models.embedded import embedded_gguf
-    from topoeval.policies.registry import EMBEDDED
 
-    if model == EMBEDDED:
+    if model == BASE_NAME:
         return embedded_gguf()
     if is_adapter_model(model):
         return adapter_path(model)
     path = model.removeprefix("gguf:")
     if not Path(path).is_file():
-        raise UserError(f"'{model}' is neither {EMBEDDED}, a shipped adapter, nor a GGUF file")
+        raise UserError(f"'{model}' is neither {BASE_NAME}, a shipped adapter, nor a GGUF file")
     return path
 
 
