@@ -20,6 +20,9 @@ RESULT_COLUMNS: dict[str, str] = {
     "pass_hat_k": "list[float64]", "n_errors": "int64", "incomplete": "bool", "protocol_sha256": "string",
     "task_set_sha256": "string", "samples": "int64", "topoeval_version": "string", "date": "string",
     "run_id": "string", "reproduce": "string",
+    # JSON of run.json's inference fingerprint of the row's model (a local llama.cpp model's build,
+    # batching and CPU features); "" for remote and reference backends
+    "inference": "string",
 }
 #: episodes: one row per episode (the conversation, calls and events as JSON text).
 SCORE_COLUMNS = ("success", "f1", "dq", "clarification", "priority", "risk", "parallelism", "efficiency")
@@ -31,7 +34,8 @@ EPISODE_COLUMNS: dict[str, str] = {
     "protocol_sha256": "string", "task_set_sha256": "string",
 }
 #: What a row that lacks a column gets (others: null).
-DEFAULTS: dict[str, Any] = {"n_errors": 0, "incomplete": False, "pass_at_k": [], "pass_hat_k": [], "errors": "[]"}
+DEFAULTS: dict[str, Any] = {"n_errors": 0, "incomplete": False, "pass_at_k": [], "pass_hat_k": [], "errors": "[]",
+                            "inference": ""}
 
 
 def features(columns: dict[str, str]):

@@ -68,6 +68,8 @@ def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                 "samples": meta.get("samples", 1), "topoeval_version": meta.get("topoeval_version", __version__),
                 "date": date, "run_id": summary.get("run_id", Path(run_dir).name),
                 "reproduce": reproduce_command(meta, cell["model"], cell["baseline"]),
+                "inference": json.dumps(meta.get("inference", {}).get(cell["model"]), sort_keys=True)
+                if meta.get("inference", {}).get(cell["model"]) else "",
             })
     return rows
 
