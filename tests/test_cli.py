@@ -54,6 +54,23 @@ def test_protocols_lists_shipped(topoeval_cmd):
     assert proc.returncode == 0 and "wiki_hops" in proc.stdout
 
 
+def test_protocols_lists_one_whose_extra_is_missing_with_its_install_command():
+    """As after a plain `pip install topoeval`: AgentDojo not installed."""
+    code = ("import importlib.util, sys\n"
+            "sys.modules['agentdojo'] = None\n"  # import agentdojo raises ImportError
+            "find = importlib.util.find_spec\n"
+            "importlib.util.find_spec = lambda name, *a: None if name.startswith('agentdojo') else find(name, *a)\n"
+            "from topoeval.cli import main\n"
+            "sys.argv = ['topoeval', 'protocols']\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"COLUMNS": "400",
+                          "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if "agentdojo_cross_domain" in line)
+    assert "workspace (id)" in row and "not available here: the agentdojo suite needs AgentDojo" in row
+    assert "'topoeval[agentdojo]'" in proc.stdout and "wiki_hops" in proc.stdout
+
+
 # Usage errors: typer's own message (usage line, help hint, "Error: ..."), exit 2, never a traceback.
 # Run under the lowest and the newest typer that pyproject admits (see the comment on its typer pin).
 USAGE_ERRORS = [  # (arguments, words of the "Error: ..." line; click's wording varies between versions)

@@ -179,15 +179,25 @@ def suites(suites_dir: SuitesDir = None) -> None:
 
 @app.command()
 def protocols() -> None:
-    """List the shipped protocols."""
+    """List the shipped protocols (one that needs an extra not installed is listed with its install command)."""
+    import yaml
+    from rich.markup import escape
     from rich.table import Table
 
-    from topoeval.protocol.discovery import protocol_names
+    from topoeval.protocol.discovery import protocol_names, resolve_protocol_path
     from topoeval.protocol.loader import load_protocol
 
     table = Table("protocol", "train", "test (role)", "description")
     for name in protocol_names():
-        p = load_protocol(name)
+        try:
+            p = load_protocol(name)
+        except UserError as exc:  # e.g. a bridged world whose extra is missing: the file as written, and why
+            raw = yaml.safe_load(resolve_protocol_path(name).read_text(encoding="utf-8")) or {}
+            tests = ", ".join(f"{t.get('name')} ({t.get('role')})" for t in raw.get("test") or [])
+            reason = str(exc).splitlines()[0].split(": ", 1)[-1]
+            table.add_row(name, (raw.get("train") or {}).get("name", ""), tests,
+                          f"[yellow]not available here: {escape(reason)}[/yellow]\n{escape(raw.get('description', ''))}")
+            continue
         tests = ", ".join(f"{t.name} ({t.role})" for t in p.test)
         table.add_row(name, p.train.name, tests, p.description)
     _console().print(table)
@@ -329,8 +339,8 @@ def train(
     base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
     save_steps: Annotated[int, typer.Option(min=1, help="Checkpoint every this many steps.")] = 25,
     threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads.")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default adapters/).")] = None,
-    work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default runs/train/<name>).")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default ./runs/adapters; make train: adapters/).")] = None,
+    work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
     fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
     dry_run: Annotated[bool, typer.Option(help="Export and tokenize the data, print its size, train nothing.")] = False,
 ) -> None:

@@ -1,7 +1,8 @@
 """The parameters of an ``mcp`` topology: which server, which task file, which overlay.
 
-Relative paths are looked up in the current folder, then the repository root, then this suite's
-folder (where the shipped example lives). With no parameters at all the topology is the shipped
+Relative paths are looked up in the current folder, then in this suite's folder (where the shipped
+example lives), wherever the suite is installed: ``tool_suites/mcp/git/tasks.yaml``, as the shipped
+protocols spell it (the repository's layout), names ``git/tasks.yaml`` of this folder. With no parameters at all the topology is the shipped
 example: ``mcp-server-git`` served in-process on ``git/tasks.yaml`` with ``git/overlay.yaml``.
 """
 
@@ -21,7 +22,8 @@ from .annotations import Overlay, load_overlay
 from .taskfile import TaskFile, load_task_file
 
 SUITE_DIR = Path(__file__).resolve().parent
-REPO_ROOT = SUITE_DIR.parents[1]
+#: how the repository's layout spells this folder (the shipped protocols' parameters use it)
+REPO_SPELLING = Path("tool_suites", "mcp")
 EXAMPLE = {
     "server": {"object": "mcp_server_git.server:create_server", "kwargs": {"repository": "{workdir}"}},
     "tasks": "git/tasks.yaml",
@@ -101,9 +103,10 @@ class ServerSpec(BaseModel):
 
 
 def find_file(given: str) -> Path:
-    """A parameter path: absolute, or relative to the current folder, the repository, or this suite."""
+    """A parameter path: absolute, or relative to the current folder or to this suite's folder."""
     p = Path(given)
-    for candidate in ([p] if p.is_absolute() else [Path.cwd() / p, REPO_ROOT / p, SUITE_DIR / p]):
+    own = SUITE_DIR / p.relative_to(REPO_SPELLING) if p.is_relative_to(REPO_SPELLING) else SUITE_DIR / p
+    for candidate in ([p] if p.is_absolute() else [Path.cwd() / p, own]):
         if candidate.is_file():
             return candidate
     raise ValueError(f"no such file: {given}")

@@ -1,4 +1,17 @@
-"""Finding suites and protocols: shipped folders, ``--suites-dir`` folders and entry points."""
+"""Finding suites and protocols: ``--suites-dir`` folders, entry points, and the shipped protocols.
+
+Nothing here finds files through the repository's location. The shipped suites and protocols are
+part of the distribution (``pyproject.toml`` maps the repository's ``tool_suites/`` and
+``protocols/`` into it as the packages ``topoeval_tool_suites`` and ``topoeval_protocols``):
+
+- suites are registered through the ``topoeval.suites`` entry-point group, the shipped ones by
+  topoeval's own distribution exactly like a third party's; a suite's entry point gives a
+  :class:`~topoeval.core.suite.Suite`, a callable returning one, or the path of a suite folder;
+- shipped protocols are read with :mod:`importlib.resources` from ``topoeval_protocols``.
+
+An editable install and a wheel resolve both the same way (setuptools maps the packages to the
+checkout's folders in the first case).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +21,8 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, distributions, entry_points
+from importlib.resources import files
 from pathlib import Path
 
 import yaml
@@ -17,10 +31,37 @@ from pydantic import ValidationError
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Suite, SuiteManifest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHIPPED_SUITES = REPO_ROOT / "tool_suites"
-SHIPPED_PROTOCOLS = REPO_ROOT / "protocols"
 ENTRY_POINT_GROUP = "topoeval.suites"
+#: the distribution whose entry points are the shipped suites
+DISTRIBUTION = "topoeval"
+#: the package the shipped protocols are installed as (the repository's protocols/ folder)
+PROTOCOLS_PACKAGE = "topoeval_protocols"
+
+
+def shipped_protocols_dir() -> Path:
+    """The installed folder of the shipped protocols (a real folder: topoeval is not zip-safe)."""
+    try:
+        return Path(str(files(PROTOCOLS_PACKAGE)))
+    except ModuleNotFoundError:  # an install from before the protocols were packaged
+        raise UserError(f"the shipped protocols ({PROTOCOLS_PACKAGE}) are not installed; reinstall topoeval: "
+                        "pip install topoeval (from a checkout: pip install -e .)") from None
+
+
+def suite_entry_points() -> dict[str, EntryPoint]:
+    """The ``topoeval.suites`` entry points by name. Where another package registers a name that
+    topoeval ships, the shipped suite wins (a name means one suite on every machine); a user's own
+    suite of that name goes in a ``--suites-dir`` folder, which wins over every entry point.
+
+    topoeval's own entry points are read from every copy of its metadata on ``sys.path``, the first
+    winning: run from a checkout's root, a stale ``topoeval.egg-info`` there (left by an old build)
+    would otherwise hide the installed metadata, and with it every shipped suite."""
+    others = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if _dist_name(ep) != DISTRIBUTION]
+    shipped = [ep for dist in distributions(name=DISTRIBUTION) for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP)]
+    return {ep.name: ep for ep in [*others, *reversed(shipped)]}
+
+
+def _dist_name(ep: EntryPoint) -> str | None:
+    return ep.dist.name if ep.dist is not None else None
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
@@ -30,18 +71,20 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 
 class SuiteRegistry:
-    """Suites by name. Earlier folders win over later ones; folders win over entry points."""
+    """Suites by name: the folders of ``suites_dirs`` and ``$TOPOEVAL_SUITES_PATH``, then the
+    ``topoeval.suites`` entry points (the shipped suites among them). Earlier folders win over later
+    ones; folders win over entry points."""
 
     def __init__(self, suites_dirs: list[str | Path] | tuple = ()):
         extra = [p for p in os.environ.get("TOPOEVAL_SUITES_PATH", "").split(os.pathsep) if p]
-        self.dirs = [Path(d) for d in [*suites_dirs, *extra]] + [SHIPPED_SUITES]
+        self.dirs = [Path(d) for d in [*suites_dirs, *extra]]
         self._folders: dict[str, Path] = {}
         for d in reversed(self.dirs):
             if d.is_dir():
                 for sub in sorted(d.iterdir()):
                     if (sub / "suite.yaml").is_file():
                         self._folders[sub.name] = sub
-        self._entry_points = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        self._entry_points = suite_entry_points()
         self._cache: dict[str, Suite] = {}
 
     def names(self) -> list[str]:
@@ -123,7 +166,8 @@ def _load_entry_point(ep) -> Suite:
 
 
 def protocol_names() -> list[str]:
-    return sorted(p.stem for p in SHIPPED_PROTOCOLS.glob("*.yaml"))
+    """The shipped protocols' names."""
+    return sorted(p.stem for p in shipped_protocols_dir().glob("*.yaml"))
 
 
 def resolve_protocol_path(path_or_name: str | Path) -> Path:
@@ -133,7 +177,7 @@ def resolve_protocol_path(path_or_name: str | Path) -> Path:
         if not p.is_file():
             raise UserError(f"{p}: no such protocol file")
         return p
-    shipped = SHIPPED_PROTOCOLS / f"{path_or_name}.yaml"
+    shipped = shipped_protocols_dir() / f"{path_or_name}.yaml"
     if shipped.is_file():
         return shipped
     raise UserError(f"unknown protocol '{path_or_name}'{did_you_mean(str(path_or_name), protocol_names())}")
