@@ -4,6 +4,7 @@ the adapter's GGUF conversion (never the real 135M model here)."""
 import json
 import subprocess
 import warnings
+from pathlib import Path
 
 import datasets
 import pytest
@@ -206,3 +207,15 @@ def test_a_config_read_from_a_gguf_gets_its_architecture(tmp_path):
     model.config.architectures = None  # as transformers leaves it for a GGUF file
     config = json.loads((write_base_config(model, tmp_path) / "config.json").read_text())
     assert config["architectures"] == ["LlamaForCausalLM"]
+
+
+def test_training_output_goes_where_the_user_is(trained, tmp_path, monkeypatch):
+    """./runs/train/<name>/ and ./runs/adapters/ under the current folder, never inside the package."""
+    from topoeval.training.sft import train
+
+    cfg, _ = trained
+    monkeypatch.chdir(tmp_path)
+    dry = train(cfg.model_copy(update={"dry_run": True, "work_dir": None, "out_dir": None}))
+    assert dry.record_path == Path("runs", "adapters", "smollm2-135m-wiki.json")
+    assert dry.adapter_dir == Path("runs", "train", "smollm2-135m-wiki", "adapter")
+    assert (tmp_path / "runs" / "train" / "smollm2-135m-wiki" / "data").is_dir()

@@ -1,27 +1,43 @@
 """LoRA adapters of the embedded model: ``smollm2-135m-<topology>`` model names.
 
-``topoeval train PROTOCOL`` (``make train PROTOCOL=...``) fine-tunes the embedded SmolLM2-135M on
-the protocol's train topology and writes ``adapters/smollm2-135m-<train topology>.gguf`` with its
-training record (``.json``: data hash, command, seed, steps, loss curve) beside it. The model
-``smollm2-135m-<topology>`` is the embedded GGUF with that adapter, in-process through llama.cpp
-(``Llama(model_path=..., lora_path=...)``).
+The model ``smollm2-135m-<topology>`` is the embedded GGUF with the LoRA adapter
+``smollm2-135m-<topology>.gguf``, served by the same llama-server as the base. Every adapter comes
+with its training record ``smollm2-135m-<topology>.json`` beside it (data hash, command, seed, steps,
+loss curve, and ``adapter_gguf.sha256``), and is checked against that sha256 before it is used: a
+missing record or a file that does not match is a one-line error naming what reinstalls or remakes it.
+
+Where adapters are found, first match wins:
+
+1. the folders of ``$TOPOEVAL_ADAPTERS`` (``os.pathsep``-separated), e.g. ``runs/adapters``, where
+   ``topoeval train`` writes by default — the shipped adapters stay usable beside them;
+2. the shipped adapters: the package ``topoeval_adapters``, the repository's ``adapters/`` folder
+   mapped into the distribution (read with :mod:`importlib.resources`, so a wheel and an editable
+   install behave the same). ``make train`` in a checkout writes there (``--out-dir adapters``): that
+   is how the shipped adapters are remade.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+from importlib.resources import files
 from pathlib import Path
 
 from topoeval.core.errors import UserError
-from topoeval.protocol.discovery import REPO_ROOT
+from topoeval.core.provenance import source_checkout
 
 BASE_NAME = "smollm2-135m"
-#: the adapters folder (``$TOPOEVAL_ADAPTERS`` points elsewhere)
-ADAPTERS_DIR = Path(os.environ.get("TOPOEVAL_ADAPTERS") or REPO_ROOT / "adapters")
-#: the shipped protocols that train each named adapter (the error for a missing file names the command)
+#: folders searched before the shipped adapters (``os.pathsep``-separated)
+ENV = "TOPOEVAL_ADAPTERS"
+#: the package the shipped adapters are installed as (the repository's adapters/ folder)
+SHIPPED_PACKAGE = "topoeval_adapters"
+#: the shipped protocols that train each shipped adapter (the error for a missing file names the command)
 TRAINED_BY = {"wiki": "wiki_to_travel", "travel": "travel_to_wiki"}
 _NAME = re.compile(rf"^{re.escape(BASE_NAME)}-([A-Za-z0-9][A-Za-z0-9_.-]*)$")
+#: sha256 of adapter files already checked, by (path, size, mtime): each file is hashed once per process
+_CHECKED: dict[tuple[str, int, int], str] = {}
 
 
 def adapter_name(topology: str) -> str:
@@ -35,9 +51,29 @@ def adapter_topology(model: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _shipped_dir() -> Path:
+    try:
+        return Path(str(files(SHIPPED_PACKAGE)))  # a real folder: topoeval is not zip-safe
+    except ModuleNotFoundError:  # an install from before the adapters were packaged: nothing shipped
+        return Path(SHIPPED_PACKAGE)
+
+
+#: the installed folder of the shipped adapters (the repository's adapters/ in an editable install)
+ADAPTERS_DIR = _shipped_dir()
+
+
+def adapter_dirs() -> list[Path]:
+    """The folders searched for adapters, in order: ``$TOPOEVAL_ADAPTERS``'s (read now), then the shipped one."""
+    extra = [Path(p) for p in os.environ.get(ENV, "").split(os.pathsep) if p]
+    return [*extra, ADAPTERS_DIR]
+
+
 def adapter_files(model: str, folder: Path | None = None) -> tuple[Path, Path]:
-    """(GGUF adapter, training record) paths of an adapter model name."""
-    folder = folder or ADAPTERS_DIR
+    """(GGUF adapter, training record) paths of an adapter model name: in ``folder``, or in the first
+    searched folder that holds the GGUF (the shipped folder when none does)."""
+    if folder is None:
+        dirs = adapter_dirs()
+        folder = next((d for d in dirs if (d / f"{model}.gguf").is_file()), dirs[-1])
     return folder / f"{model}.gguf", folder / f"{model}.json"
 
 
@@ -48,14 +84,58 @@ def is_adapter_model(model: str) -> bool:
 
 
 def adapter_path(model: str) -> str:
-    """The adapter GGUF of ``model``, or a one-line error naming the command that makes it."""
-    path, _ = adapter_files(model)
-    if path.is_file():
-        return str(path)
-    topo = adapter_topology(model)
-    protocol = TRAINED_BY.get(topo or "", "PROTOCOL")
-    raise UserError(f"the adapter of '{model}' is not in {path.parent}/; train it with: make train PROTOCOL={protocol}"
-                    f" (its train topology must be '{topo}')")
+    """The adapter GGUF of ``model``, checked against the sha256 its training record gives, or a
+    one-line error naming the command that installs or makes it."""
+    path, record = adapter_files(model)
+    if not path.is_file():
+        raise UserError(f"the adapter of '{model}' is in none of {', '.join(f'{d}/' for d in adapter_dirs())}; "
+                        f"{_remedy(model, path)}")
+    expected = _recorded_sha256(model, record, path)
+    got = file_sha256(path)
+    if got != expected:
+        raise UserError(f"{path} does not match its training record (sha256 {got[:12]}, recorded {expected[:12]}); "
+                        f"{_remedy(model, path)}")
+    return str(path)
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, computed once per process for an unchanged file."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _CHECKED:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _CHECKED[key] = h.hexdigest()
+    return _CHECKED[key]
+
+
+def _recorded_sha256(model: str, record: Path, path: Path) -> str:
+    try:
+        sha = json.loads(record.read_text(encoding="utf-8"))["adapter_gguf"]["sha256"]
+    except FileNotFoundError:
+        raise UserError(f"{path} has no training record {record.name} beside it (its sha256 is checked before use); "
+                        f"{_remedy(model, path)}") from None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UserError(f"{record}: no adapter_gguf.sha256 in this training record; {_remedy(model, path)}") from None
+    if not (isinstance(sha, str) and len(sha) == 64):
+        raise UserError(f"{record}: adapter_gguf.sha256 is not a sha256; {_remedy(model, path)}")
+    return sha
+
+
+def _remedy(model: str, path: Path) -> str:
+    """What puts a good copy of ``model``'s adapter in place: reinstalling for a shipped adapter in the
+    shipped folder, training for any other."""
+    topo = adapter_topology(model) or ""
+    protocol = TRAINED_BY.get(topo)
+    if protocol is not None and path.parent == ADAPTERS_DIR:
+        checkout = source_checkout()
+        if checkout is not None:
+            return f"restore it: git -C {checkout} restore adapters/{model}.gguf adapters/{model}.json"
+        return "reinstall it: pip install --force-reinstall --no-deps topoeval"
+    return (f"train it with: topoeval train {protocol or 'PROTOCOL'} (its train topology must be '{topo}'), "
+            f"and name its folder in ${ENV} (topoeval train writes runs/adapters/)")
 
 
 def default_models(protocol: str | Path) -> list[str]:

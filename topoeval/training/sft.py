@@ -10,10 +10,14 @@
    autocast), with a progress bar and a checkpoint every ``save_steps`` steps: the same command
    resumes an interrupted run from its last checkpoint;
 4. converts the adapter with llama.cpp's converter (:mod:`topoeval.training.lora_gguf`) to
-   ``adapters/smollm2-135m-<train topology>.gguf``, and writes the training record beside it
-   (``.json``: data hash, command, seed, steps, loss curve, time, versions).
+   ``runs/adapters/smollm2-135m-<train topology>.gguf``, and writes the training record beside it
+   (``.json``: data hash, command, seed, steps, loss curve, time, versions, the GGUF's sha256).
 
-Working files (the data, checkpoints, the PEFT adapter) go to ``runs/train/<model name>/``.
+Output goes where the user is, never inside the installed package: working files (the data,
+checkpoints, the PEFT adapter) to ``./runs/train/<model name>/``, the adapter and its record to
+``./runs/adapters/`` (``--out-dir`` elsewhere). A run uses it with ``TOPOEVAL_ADAPTERS=runs/adapters``
+(:mod:`topoeval.models.adapters`: those folders are searched before the shipped adapters). ``make
+train`` in a checkout passes ``--out-dir adapters``: the repository's folder of shipped adapters.
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
-from topoeval.models.adapters import ADAPTERS_DIR, adapter_name
-from topoeval.protocol.discovery import REPO_ROOT
+from topoeval.models.adapters import adapter_name
 
 #: LoRA on every attention and MLP projection of a Llama-style block
 TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 STATE_FILE = "train_state.json"
+#: default output folders, relative to the current folder (resolved when a training starts)
+RUNS = Path("runs")
+ADAPTERS_OUT = RUNS / "adapters"
 
 
 class TrainConfig(BaseModel):
@@ -60,8 +66,8 @@ class TrainConfig(BaseModel):
     bf16: bool = Field(default=True, description="bf16 autocast on the CPU (about 1.5x faster than fp32 here).")
     save_steps: int = Field(default=25, ge=1, description="Checkpoint every this many steps (resume point).")
     threads: int | None = Field(default=None, ge=1, description="torch threads (default: torch's choice).")
-    work_dir: Path | None = Field(default=None, description="Working folder (default runs/train/<name>).")
-    out_dir: Path | None = Field(default=None, description="Where the GGUF adapter and its record go (default adapters/).")
+    work_dir: Path | None = Field(default=None, description="Working folder (default ./runs/train/<name>).")
+    out_dir: Path | None = Field(default=None, description="Where the GGUF adapter and its record go (default ./runs/adapters).")
     gguf: bool = Field(default=True, description="Convert the adapter to GGUF (needs llama.cpp's converter, see lora_gguf).")
     fresh: bool = Field(default=False, description="Discard the working folder's checkpoints instead of resuming.")
     dry_run: bool = Field(default=False, description="Export and tokenize the data, report its size, train nothing.")
@@ -140,8 +146,8 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
 
     protocol = load_protocol(cfg.protocol)
     name = cfg.name or adapter_name(protocol.train.name)
-    work = Path(cfg.work_dir or REPO_ROOT / "runs" / "train" / name)
-    out_dir = Path(cfg.out_dir or ADAPTERS_DIR)
+    work = Path(cfg.work_dir or RUNS / "train" / name)
+    out_dir = Path(cfg.out_dir or ADAPTERS_OUT)
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
