@@ -65,14 +65,26 @@ def test_torn_last_line_is_dropped_and_rerun(tmp_path, echo_protocol, fixture_su
     assert len(keys) == 6 == len(set(keys))
 
 
-def test_default_run_folder_is_deterministic(tmp_path, echo_protocol, fixture_suites, monkeypatch):
-    from topoeval.runner import run as run_mod
-
-    monkeypatch.setattr(run_mod, "DEFAULT_RESULTS", tmp_path / "results")
-    a = topoeval.run_protocol(echo_protocol(n=2), ["oracle"], suites_dirs=[fixture_suites])
-    b = topoeval.run_protocol(echo_protocol(n=2), ["oracle"], suites_dirs=[fixture_suites])
-    assert a.run_dir == b.run_dir and a.run_dir.parent == tmp_path / "results" / "echo_proto"
+def test_default_run_folder_is_deterministic_and_under_the_current_folder(tmp_path, echo_protocol, fixture_suites,
+                                                                          monkeypatch):
+    proto = echo_protocol(n=2)
+    monkeypatch.chdir(tmp_path)  # results/<protocol>/<run-id>/ where the user is, never inside the package
+    a = topoeval.run_protocol(proto, ["oracle"], suites_dirs=[fixture_suites])
+    b = topoeval.run_protocol(proto, ["oracle"], suites_dirs=[fixture_suites])
+    assert a.run_dir == b.run_dir and a.run_dir.resolve().parent == tmp_path / "results" / "echo_proto"
     assert b.new_episodes == 0
+
+
+def test_run_json_records_topoevals_own_commit_from_its_checkout(tmp_path, echo_protocol, fixture_suites):
+    from topoeval.core.provenance import source_checkout
+
+    root = source_checkout()
+    if root is None:
+        pytest.skip("topoeval is not imported from its git checkout here")
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    topoeval.run_protocol(echo_protocol(n=1), ["oracle"], tmp_path / "run", suites_dirs=[fixture_suites])
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["git_commit"] == head and isinstance(meta["git_dirty"], bool) and meta["topoeval_version"] == topoeval.__version__
 
 
 class Scripted(Policy):

@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from topoeval.protocol.discovery import REPO_ROOT
 from topoeval.policies.registry import EMBEDDED, REFERENCE
 from topoeval.publish.hub import stage
 from topoeval.api import run_protocol
@@ -84,7 +83,8 @@ def seed_cache(source: Path, run_dir: Path) -> bool:
     return True
 
 
-def main(out: Path = REPO_ROOT / "results") -> None:
+def main(out: Path = Path("results")) -> None:
+    """Regenerate ``out`` (default ``./results``: ``make leaderboard`` runs from the checkout's root)."""
     runs = []
     board = out / "leaderboard"
     for item in plan():

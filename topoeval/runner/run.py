@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import platform
 import re
-import subprocess
 import time
 import warnings
 from collections.abc import Collection
@@ -20,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.provenance import git_provenance
 from topoeval.core.version import __version__
-from topoeval.protocol.discovery import REPO_ROOT, SuiteRegistry
+from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.core.errors import UserError
 from topoeval.runner.contamination import overlap_with_exports
 from topoeval.core.policy import Policy, SamplingParams
@@ -35,7 +35,9 @@ from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, w
 from topoeval.runner.store import EPISODES, RUN_JSON, EpisodeStore, episode_files, finished_keys, is_finished, read_json, write_json
 from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
 
-DEFAULT_RESULTS = REPO_ROOT / "results"
+#: where runs go without ``--out``: ``results/<protocol>/<run-id>/`` under the current folder (a relative
+#: path, resolved when the run starts: never inside the installed package)
+DEFAULT_RESULTS = Path("results")
 
 
 @dataclass
@@ -344,7 +346,9 @@ def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, 
                 "sampling": protocol.sampling.seed,
             },
             "topoeval_version": __version__,
-            "git_commit": _git_commit(),
+            # topoeval's own commit (and git_dirty) when imported from its checkout; None from a wheel
+            "git_commit": None,
+            **git_provenance(),
             "python": platform.python_version(),
             "started": _now(),
             "ended": None,
@@ -359,16 +363,6 @@ def _run_id(names: list[str], p_hash: str, t_hash: str, k: int) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", "+".join(names))[:48]
     digest = hashlib.sha256(f"{p_hash}|{t_hash}|{','.join(names)}|{k}".encode()).hexdigest()[:8]
     return f"{slug}-{digest}"
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
-        )
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def _now() -> str:
