@@ -1,3 +1,3 @@
 """The package version (one place; the root package and run.json read it from here)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
