@@ -115,3 +115,33 @@ def test_base_and_adapters_share_one_server_and_differ(gguf):
     # each adapter changes the next-token distribution of the same prompt on the same server
     assert len(set(probs)) == 3, probs
     assert llama_servers() == before
+
+
+def test_the_base_after_an_adapter_is_the_base(gguf):
+    """One slot, the same prompt: base, then the wiki adapter, then the base again. The slot's prompt
+    cache from the adapter's request must not be reused for the base's (llama-server keeps a slot's
+    cache when a request's LoRA list is empty): the base's second answer is its first."""
+    from topoeval.models.adapters import adapter_path
+    from topoeval.models.options import ModelOptions
+    from topoeval.policies.registry import make_policy
+
+    try:
+        adapter_path("smollm2-135m-wiki")
+    except Exception as exc:
+        pytest.skip(str(exc))
+    probe = {"prompt": "<|im_start|>user\nName a city in France and say why.<|im_end|>\n<|im_start|>assistant\n",
+             "n_predict": 1, "n_probs": 5, "temperature": 0.0, "cache_prompt": True}
+
+    async def probes():
+        base, wiki = (make_policy(n, ModelOptions(local_slots=1)) for n in ("smollm2-135m", "smollm2-135m-wiki"))
+        try:
+            server = await base.shared.ensure()
+            ask = lambda p: server.post_sync("/completion", {**probe, "lora": p.shared.lora_ref(p.lora_path)})
+            return [json.dumps(ask(p)["completion_probabilities"]) for p in (base, wiki, base)]
+        finally:
+            await base.aclose()
+            await wiki.aclose()
+
+    first, adapted, again = asyncio.run(probes())
+    assert adapted != first
+    assert again == first

@@ -65,8 +65,11 @@ class SharedServer:
                 self._stop()  # loaded at start: an adapter added later means a restart (once per adapter)
 
     def lora_ref(self, lora: str | None) -> list[dict[str, float]]:
-        """The request's ``lora`` field: its adapter at scale 1, every other at 0."""
-        return [] if lora is None else [{"id": self.loras.index(lora), "scale": 1.0}]
+        """The request's ``lora`` field: every loaded adapter, the request's own at scale 1 and the rest
+        at 0 — for the base too. llama-server clears a slot's prompt cache only when a request's
+        non-empty list differs from the slot's last one; an empty list (the base) would reuse a KV
+        cache an adapter computed, and the base would answer partly as that adapter."""
+        return [{"id": i, "scale": 1.0 if path == lora else 0.0} for i, path in enumerate(self.loras)]
 
     async def ensure(self) -> LlamaServer:
         """The running server, started when needed with every registered adapter."""
