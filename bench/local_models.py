@@ -10,11 +10,11 @@ Prints, in one run on this machine:
    ratio (b)/(a) is the harness's cost; (c) bare llama-cpp-python in-process on the same portable
    libraries, free generation of the same prompts, as the library's own speed.
 2. **Episodes/s** of the ``make eval`` quick look (``wiki_to_travel``, the base and the wiki adapter,
-   5 tasks per topology, 0 shots, 6 turns x 64 tokens) at concurrency = server slots 1, 2, 4, 8, and
+   5 tasks per topology, 0 shots, 6 turns x 64 tokens) at concurrency = slots per model 1, 2, 4, and
    of the same cells through the previous in-process path (``--baseline-ref``, default the last
    commit with it, run from a git worktree on the same portable libraries), with the ratio to it.
 3. **Determinism under batching.** How many of the quick look's episodes at each slot count are
-   identical (messages and calls) to those at 1 slot — greedy decoding in a batch may differ.
+   identical (messages and calls) to those of a first run at 1 slot (1 slot runs twice: run to run).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def old_in_process(ref: str, out: Path) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--slots", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--slots", type=int, nargs="+", default=[1, 1, 2, 4], help="slots per model, in order (the first is the reference)")
     ap.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the in-process path ('' to skip)")
     ap.add_argument("--max-tokens", type=int, default=48)
     args = ap.parse_args()
@@ -196,8 +196,8 @@ def main() -> None:
             first = first or seen
             same = sum(seen.get(k) == v for k, v in first.items())
             vs = f"  x{eps / old:.2f}" if old else ""
-            print(f"  llama-server, {slots} slot(s)        : {eps:.3f} episodes/s{vs}   "
-                  f"identical to 1 slot: {same}/{len(first)} episodes")
+            print(f"  llama-server, {slots} slot(s) per model : {eps:.3f} episodes/s{vs}   "
+                  f"identical to the first run: {same}/{len(first)} episodes")
 
 
 if __name__ == "__main__":

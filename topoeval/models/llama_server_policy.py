@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,15 @@ from topoeval.models.llamacpp_format import for_chatml_function_calling
 from topoeval.models.llamacpp_tools import END, complete_with_tools
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.options import ModelOptions
+from topoeval.models.replicas import CURRENT_EPISODE
 from topoeval.models.retry import PermanentError, TransientError
 
 #: Restarts of one server after it died or hung, per run; then its model's turns fail.
 MAX_RESTARTS = 3
-#: Sequences one server decodes together (continuous batching); ``ModelOptions.local_slots`` overrides.
-DEFAULT_SLOTS = 4
+#: Slots (sequences decoded together, continuous batching) per model on its server; ``ModelOptions.local_slots``
+#: overrides. 1: on 2 cores more slots gave no more episodes/s (bench/local_models.py; the grammar-constrained
+#: sampler, not the matrix work, bounds a 135M model) and batching changes greedy outputs.
+DEFAULT_SLOTS = 1
 #: llama-cpp-python's sampling defaults, kept so a sampled (temperature > 0) run means what it meant
 SAMPLER_DEFAULTS = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0}
 
@@ -50,6 +54,8 @@ class SharedServer:
         self.binary, self.model, self.n_ctx, self.n_threads, self.slots = binary, model, n_ctx, n_threads, slots
         self.port = free_port()
         self.loras: list[str] = []  # adapter ids are positions in this list
+        #: one group of ``slots`` slots per model on this server (None: the base), in registration order
+        self.groups: list[str | None] = []
         self.users: set[int] = set()
         self.server: LlamaServer | None = None
         self.restarts = 0
@@ -57,12 +63,24 @@ class SharedServer:
         self._lock: asyncio.Lock | None = None
 
     def register(self, user: int, lora: str | None) -> None:
-        """A policy that will use this server (and its adapter: loaded when the server starts)."""
+        """A policy that will use this server: its adapter is loaded and its slot group made when the
+        server starts (one added to a running server restarts it, once per adapter)."""
         self.users.add(user)
+        added = False
         if lora is not None and lora not in self.loras:
             self.loras.append(lora)
-            if self.server is not None and self.server.alive():
-                self._stop()  # loaded at start: an adapter added later means a restart (once per adapter)
+            added = True
+        if lora not in self.groups:
+            self.groups.append(lora)
+            added = True
+        if added and self.server is not None and self.server.alive():
+            self._stop()
+
+    def slot_ids(self, lora: str | None) -> list[int]:
+        """The slots of one model (its group): a slot only ever serves one adapter, so its prompt
+        cache is never thrown away by an adapter switch (llama-server clears it on every switch)."""
+        g = self.groups.index(lora)
+        return list(range(g * self.slots, (g + 1) * self.slots))
 
     def lora_ref(self, lora: str | None) -> list[dict[str, float]]:
         """The request's ``lora`` field: every loaded adapter, the request's own at scale 1 and the rest
@@ -82,7 +100,8 @@ class SharedServer:
                 died = self.server.death()
                 self._count_restart(died.reason if died else "stopped")
             # spawned here, in the event loop's thread (see llama_server: the death signal)
-            self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots, n_ctx=self.n_ctx,
+            self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots * max(1, len(self.groups)),
+                                      n_ctx=self.n_ctx,
                                       n_threads=self.n_threads, port=self.port, wait=False)
             try:
                 await self.server.wait_ready_async()
@@ -147,6 +166,26 @@ class LlamaServerPolicy(DirectPolicy):
         self.concurrency = slots
         self._weights: str | None = None
         self.shared.register(id(self), lora_path)
+        #: episode key -> the slot of this model's group it is pinned to, least recently used first
+        self._pins: OrderedDict[str, int] = OrderedDict()
+
+    def _slot_for(self, episode: str | None) -> int:
+        """The episode's slot: the one it had, else a free one of the group, else the least recently
+        used (at most ``slots`` episodes of a model run at once, so that one's episode has ended)."""
+        group = self.shared.slot_ids(self.lora_path)
+        key = episode or ""
+        if key in self._pins and self._pins[key] in group:
+            self._pins.move_to_end(key)
+            return self._pins[key]
+        taken = set(self._pins.values())
+        free = [slot for slot in group if slot not in taken]
+        if free:
+            slot = free[0]
+        else:
+            stale, slot = next(iter(self._pins.items()))
+            del self._pins[stale]
+        self._pins[key] = slot
+        return slot
 
     @property
     def weights(self) -> str | None:
@@ -176,11 +215,12 @@ class LlamaServerPolicy(DirectPolicy):
         server = await self.shared.ensure()
         sampler = self.sampling_args(sampling)
         lora = self.shared.lora_ref(self.lora_path)
+        slot = self._slot_for(CURRENT_EPISODE.get())
 
         async def gen(text: str, n: int, grammar: str | None = None, json_schema: dict | None = None,
                       stop: tuple[str, ...] = (END,)) -> tuple[str, int, int]:
             body: dict[str, Any] = {"model": "local", "prompt": text, "max_tokens": n, "stop": list(stop),
-                                    "cache_prompt": True, "lora": lora, **sampler}
+                                    "cache_prompt": True, "lora": lora, "id_slot": slot, **sampler}
             if grammar is not None:
                 body["grammar"] = grammar
             if json_schema is not None:

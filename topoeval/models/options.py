@@ -29,8 +29,8 @@ class ModelOptions(BaseModel):
     n_ctx: int = Field(default=8192, description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
     n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
     local_slots: int | None = Field(default=None, ge=1, description=(
-        "Sequences a local llama-server decodes together (continuous batching; default 4). It is the "
-        "model's default concurrency too; every setting of it is recorded in run.json's inference fingerprint."))
+        "Slots per model on its local llama-server: sequences decoded together (continuous batching; default 1). "
+        "It is the model's default concurrency too, and run.json's inference fingerprint records it."))
 
     @model_validator(mode="after")
     def _replicas(self) -> "ModelOptions":
