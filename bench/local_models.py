@@ -191,8 +191,8 @@ def main() -> None:
         if old is not None:
             print(f"  in-process path ({args.baseline_ref})  : {old:.3f} episodes/s (reference)")
         first = None
-        for slots in args.slots:
-            eps, seen = quick_look(slots, Path(tmp) / f"s{slots}")
+        for i, slots in enumerate(args.slots):
+            eps, seen = quick_look(slots, Path(tmp) / f"run{i}-s{slots}")  # a folder each: nothing resumed
             first = first or seen
             same = sum(seen.get(k) == v for k, v in first.items())
             vs = f"  x{eps / old:.2f}" if old else ""
