@@ -97,7 +97,7 @@ def main() -> int:
                     mlo, mhi = (mine, mine) if mlo is None else (mlo, mhi)
                     ok = mlo <= hi + 1e-9 and lo <= mhi + 1e-9  # the two 95 % CIs overlap
                     same = abs(mine - row["mean"]) <= 1e-9
-                    verdict = "identical" if same else "ok (CIs overlap)" if ok else "CIs DISJOINT"
+                    verdict = "identical" if same else "ok (CIs overlap)" if ok else "OUT OF CI (the 95 % CIs are disjoint)"
                     changed = fingerprint_change(row.get("inference") or "", meta.get("inference", {}).get(cell["model"]))
                     if changed and not same:
                         verdict += f"; other {changed}"

@@ -32,3 +32,21 @@ def test_a_published_number_that_does_not_reproduce_fails(tmp_path):
     datasets.Dataset.from_list(rows).to_parquet(str(tampered))
     proc = run("--out", str(tmp_path / "r"), "--snapshot", str(tampered))
     assert proc.returncode == 1 and "OUT OF CI" in proc.stdout
+
+
+def test_a_degenerate_published_interval_is_judged_by_overlap(tmp_path):
+    """A published interval of width 0 (here oracle-no-ask's success as 0.86 [0.86, 0.86]) is met by a
+    reproduced interval that reaches it, though the reproduced mean (0.76) is not inside it."""
+    rows = datasets.load_dataset("parquet", data_files=str(SNAPSHOT), split="train").to_list()
+    hit = 0
+    for r in rows:
+        if (r["protocol"], r["model"], r["metric"], r["topology"]) == ("wiki_to_travel", "oracle-no-ask", "success", "travel"):
+            r["mean"] = r["ci_low"] = r["ci_high"] = r["ci_high"]
+            hit += 1
+    assert hit
+    degenerate = tmp_path / "degenerate.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(degenerate))
+    proc = run("--out", str(tmp_path / "r"), "--snapshot", str(degenerate))
+    assert proc.returncode == 0, proc.stdout
+    assert any(l.startswith("oracle-no-ask") and "travel" in l and "success" in l and "ok (CIs overlap)" in l
+               for l in proc.stdout.splitlines()), proc.stdout
