@@ -135,7 +135,7 @@ def test_the_base_after_an_adapter_is_the_base(gguf):
     async def probes():
         base, wiki = (make_policy(n, ModelOptions(local_slots=1)) for n in ("smollm2-135m", "smollm2-135m-wiki"))
         try:
-            server = await base.shared.ensure()
+            server = await base.shared.ensure(None)
             ask = lambda p: server.post_sync("/completion", {**probe, "lora": p.shared.lora_ref(p.lora_path)})
             return [json.dumps(ask(p)["completion_probabilities"]) for p in (base, wiki, base)]
         finally:

@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import SamplingParams
 from topoeval.models.direct import DirectPolicy
@@ -48,33 +50,39 @@ class ServerUnavailable(RuntimeError):
 
 
 class SharedServer:
-    """The llama-server of one base model in this process, shared by the policies of its adapters."""
+    """The llama-server of one base model in this process, shared by the policies of its adapters.
+
+    Its users are held weakly: the adapters it loads and its slot groups are those of the policies
+    alive when it starts, so a policy dropped without ``aclose`` (and its adapter) is forgotten."""
 
     def __init__(self, binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int):
         self.binary, self.model, self.n_ctx, self.n_threads, self.slots = binary, model, n_ctx, n_threads, slots
         self.port = free_port()
-        self.loras: list[str] = []  # adapter ids are positions in this list
-        #: one group of ``slots`` slots per model on this server (None: the base), in registration order
+        #: the started server's adapters (ids are positions) and its slot groups (None: the base)
+        self.loras: list[str] = []
         self.groups: list[str | None] = []
-        self.users: set[int] = set()
+        self._users: list[weakref.ref] = []
         self.server: LlamaServer | None = None
         self.restarts = 0
         self.last_death = ""
         self._lock: asyncio.Lock | None = None
 
-    def register(self, user: int, lora: str | None) -> None:
-        """A policy that will use this server: its adapter is loaded and its slot group made when the
-        server starts (one added to a running server restarts it, once per adapter)."""
-        self.users.add(user)
-        added = False
-        if lora is not None and lora not in self.loras:
-            self.loras.append(lora)
-            added = True
-        if lora not in self.groups:
-            self.groups.append(lora)
-            added = True
-        if added and self.server is not None and self.server.alive():
+    def live_users(self) -> list:
+        self._users = [ref for ref in self._users if ref() is not None]
+        return [ref() for ref in self._users]
+
+    def register(self, policy) -> None:
+        """A policy that will use this server (its adapter loaded and its slot group made at start)."""
+        if policy not in self.live_users():
+            self._users.append(weakref.ref(policy))
+
+    def release(self, policy) -> None:
+        self._users = [ref for ref in self._users if ref() is not None and ref() is not policy]
+        if not self._users:
             self._stop()
+            self._lock = None
+            if _SERVERS.get(self.key()) is self:
+                del _SERVERS[self.key()]
 
     def slot_ids(self, lora: str | None) -> list[int]:
         """The slots of one model (its group): a slot only ever serves one adapter, so its prompt
@@ -89,25 +97,34 @@ class SharedServer:
         cache an adapter computed, and the base would answer partly as that adapter."""
         return [{"id": i, "scale": 1.0 if path == lora else 0.0} for i, path in enumerate(self.loras)]
 
-    async def ensure(self) -> LlamaServer:
-        """The running server, started when needed with every registered adapter."""
+    async def ensure(self, lora: str | None) -> LlamaServer:
+        """The running server, (re)started when needed with the adapters of its live users."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             if self.server is not None and self.server.alive():
-                return self.server
+                if lora in self.groups:
+                    return self.server
+                self._stop()  # a model that came after the start: restart with its adapter and group
             if self.server is not None:  # it died on its own
                 died = self.server.death()
                 self._count_restart(died.reason if died else "stopped")
+            wanted = [p.lora_path for p in self.live_users()] + [lora]
+            self.groups = list(dict.fromkeys(wanted))
+            self.loras = [g for g in self.groups if g is not None]
             # spawned here, in the event loop's thread (see llama_server: the death signal)
-            self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots * max(1, len(self.groups)),
-                                      n_ctx=self.n_ctx,
-                                      n_threads=self.n_threads, port=self.port, wait=False)
+            self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots * len(self.groups),
+                                      n_ctx=self.n_ctx, n_threads=self.n_threads, port=self.port, wait=False)
             try:
                 await self.server.wait_ready_async()
             except ServerDied as exc:
-                self._count_restart(exc.reason)
+                code = self.server.proc.poll()
                 self.server.stop()
+                if code is not None and code > 0:  # it refused its model or an adapter: a set-up error
+                    names = ", ".join(Path(p).name for p in [self.model, *self.loras])
+                    raise UserError(f"llama-server could not start with {names}: {exc.log_tail or exc.reason} "
+                                    f"(log: {self.server.log.name})") from None
+                self._count_restart(exc.reason)
                 raise TransientError(f"llama-server {exc}") from None
             return self.server
 
@@ -129,13 +146,6 @@ class SharedServer:
             self.server.stop()
             self.server = None
 
-    def release(self, user: int) -> None:
-        self.users.discard(user)
-        if not self.users:
-            self._stop()
-            self._lock = None
-            _SERVERS.pop(self.key(), None)
-
     def key(self) -> tuple:
         return (str(self.binary), self.model, self.n_ctx, self.n_threads, self.slots)
 
@@ -144,8 +154,10 @@ _SERVERS: dict[tuple, SharedServer] = {}
 
 
 def shared_server(binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int) -> SharedServer:
+    """The process's server of this base (a fresh one, restart count 0, once all its users are gone)."""
     key = (str(binary), model, n_ctx, n_threads, slots)
-    if key not in _SERVERS:
+    current = _SERVERS.get(key)
+    if current is None or (not current.live_users() and current.server is None):
         _SERVERS[key] = SharedServer(binary, model, n_ctx, n_threads, slots)
     return _SERVERS[key]
 
@@ -165,7 +177,7 @@ class LlamaServerPolicy(DirectPolicy):
                          name or os.path.basename(model_path))
         self.concurrency = slots
         self._weights: str | None = None
-        self.shared.register(id(self), lora_path)
+        self.shared.register(self)
         #: episode key -> the slot of this model's group it is pinned to, least recently used first
         self._pins: OrderedDict[str, int] = OrderedDict()
 
@@ -208,11 +220,11 @@ class LlamaServerPolicy(DirectPolicy):
         return {**SAMPLER_DEFAULTS, **args}
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
-        if id(self) not in self.shared.users or _SERVERS.get(self.shared.key()) is not self.shared:  # used again after aclose
+        if _SERVERS.get(self.shared.key()) is not self.shared:  # used again after aclose
             self.shared = shared_server(self.binary, self.model_path, self.shared.n_ctx, self.shared.n_threads,
                                         self.shared.slots)
-            self.shared.register(id(self), self.lora_path)
-        server = await self.shared.ensure()
+        self.shared.register(self)
+        server = await self.shared.ensure(self.lora_path)
         sampler = self.sampling_args(sampling)
         lora = self.shared.lora_ref(self.lora_path)
         slot = self._slot_for(CURRENT_EPISODE.get())
@@ -254,5 +266,5 @@ class LlamaServerPolicy(DirectPolicy):
 
     async def aclose(self) -> None:
         await super().aclose()
-        self.shared.release(id(self))
+        self.shared.release(self)
 
