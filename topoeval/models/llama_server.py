@@ -123,32 +123,34 @@ class LlamaServer:
         except (OSError, ValueError):
             return False
 
+    def _ready(self, health_timeout_s: float) -> bool:
+        """One readiness probe: True once ``/health`` answers 200; :class:`ServerDied` if the process is gone."""
+        died = self.death()
+        if died is not None:
+            raise died
+        return self.health(health_timeout_s)
+
+    def _startup_timed_out(self) -> ServerDied:
+        self.stop()
+        return ServerDied(f"did not answer /health within {self.startup_timeout_s:.0f} s", self.log_tail())
+
     def wait_ready(self) -> None:
         """Block until ``/health`` answers 200; :class:`ServerDied` if it exits or takes too long."""
-        deadline = self.started_at + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            died = self.death()
-            if died is not None:
-                raise died
-            if self.health():
+        while time.monotonic() < self.started_at + self.startup_timeout_s:
+            if self._ready(2.0):
                 return
             time.sleep(0.1)
-        self.stop()
-        raise ServerDied(f"did not answer /health within {self.startup_timeout_s:.0f} s", self.log_tail())
+        raise self._startup_timed_out()
 
     async def wait_ready_async(self) -> None:
+        """:meth:`wait_ready` without blocking the event loop."""
         import asyncio
 
-        deadline = self.started_at + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            died = self.death()
-            if died is not None:
-                raise died
-            if await asyncio.to_thread(self.health, 1.0):
+        while time.monotonic() < self.started_at + self.startup_timeout_s:
+            if await asyncio.to_thread(self._ready, 1.0):
                 return
             await asyncio.sleep(0.1)
-        self.stop()
-        raise ServerDied(f"did not answer /health within {self.startup_timeout_s:.0f} s", self.log_tail())
+        raise self._startup_timed_out()
 
     def post_sync(self, path: str, body: dict[str, Any], timeout_s: float = 120.0) -> dict[str, Any]:
         """One blocking request (the self-test and the bench); :class:`ServerDied` if the process died."""

@@ -16,7 +16,6 @@ CLI exits 3).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import weakref
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import SamplingParams
+from topoeval.models.adapters import file_sha256
 from topoeval.models.direct import DirectPolicy
 from topoeval.models.llama_server import LlamaServer, ServerDied, free_port
 from topoeval.models.llamacpp_format import for_chatml_function_calling
@@ -64,7 +64,6 @@ class SharedServer:
         self._users: list[weakref.ref] = []
         self.server: LlamaServer | None = None
         self.restarts = 0
-        self.last_death = ""
         self._lock: asyncio.Lock | None = None
 
     def live_users(self) -> list:
@@ -128,15 +127,13 @@ class SharedServer:
                 raise TransientError(f"llama-server {exc}") from None
             return self.server
 
-    async def hung(self, server: LlamaServer, reason: str) -> None:
+    async def hung(self, server: LlamaServer) -> None:
         """A request to ``server`` timed out: kill it, if it does not answer /health, for a restart."""
         if server is self.server and server.alive() and not await asyncio.to_thread(server.health, 2.0):
             server.stop(grace_s=1.0)
-            self.last_death = reason
 
     def _count_restart(self, reason: str) -> None:
         self.restarts += 1
-        self.last_death = reason
         if self.restarts > MAX_RESTARTS:
             raise ServerUnavailable(f"llama-server of {Path(self.model).name} failed {self.restarts} times "
                                     f"(last: {reason}); log: {self.server.log.name if self.server else '-'}")
@@ -147,15 +144,19 @@ class SharedServer:
             self.server = None
 
     def key(self) -> tuple:
-        return (str(self.binary), self.model, self.n_ctx, self.n_threads, self.slots)
+        return server_key(self.binary, self.model, self.n_ctx, self.n_threads, self.slots)
 
 
 _SERVERS: dict[tuple, SharedServer] = {}
 
 
+def server_key(binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int) -> tuple:
+    return (str(binary), model, n_ctx, n_threads, slots)
+
+
 def shared_server(binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int) -> SharedServer:
     """The process's server of this base (a fresh one, restart count 0, once all its users are gone)."""
-    key = (str(binary), model, n_ctx, n_threads, slots)
+    key = server_key(binary, model, n_ctx, n_threads, slots)
     current = _SERVERS.get(key)
     if current is None or (not current.live_users() and current.server is None):
         _SERVERS[key] = SharedServer(binary, model, n_ctx, n_threads, slots)
@@ -176,7 +177,6 @@ class LlamaServerPolicy(DirectPolicy):
                                                              "api_bases": [], "api_key": None}),
                          name or os.path.basename(model_path))
         self.concurrency = slots
-        self._weights: str | None = None
         self.shared.register(self)
         #: episode key -> the slot of this model's group it is pinned to, least recently used first
         self._pins: OrderedDict[str, int] = OrderedDict()
@@ -202,9 +202,7 @@ class LlamaServerPolicy(DirectPolicy):
     @property
     def weights(self) -> str | None:
         """The adapter file's sha256 (the base GGUF is fixed by the name; an adapter can be retrained)."""
-        if self.lora_path and self._weights is None:
-            self._weights = hashlib.sha256(Path(self.lora_path).read_bytes()).hexdigest()
-        return self._weights
+        return file_sha256(Path(self.lora_path)) if self.lora_path else None
 
     @property
     def inference(self) -> dict[str, Any]:
@@ -258,7 +256,7 @@ class LlamaServerPolicy(DirectPolicy):
             await asyncio.sleep(0.2)  # a crash closes the socket a moment before the process is reaped
             died = server.death()
             if died is None and "Timeout" in str(exc):
-                await self.shared.hung(server, f"no answer within {self.options.timeout_s:.0f} s")
+                await self.shared.hung(server)
             elif died is not None:
                 raise TransientError(f"llama-server {died}; restarting it") from None
             raise

@@ -122,15 +122,16 @@ def import_llama_cpp():
     return llama_cpp
 
 
-def fetch_sdist(dest: Path) -> Path:
-    """llama-cpp-python's sdist, downloaded with pip into ``dest``."""
+def fetch_sdist(dest: Path, purpose: str = "to build llama-server") -> Path:
+    """llama-cpp-python :data:`LLAMA_CPP_PYTHON`'s sdist, downloaded with pip into ``dest``; ``purpose``
+    completes the error's sentence."""
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
          f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", str(dest)], capture_output=True, text=True)
     sdists = sorted(dest.glob("llama_cpp_python-*.tar.gz"))
     if proc.returncode != 0 or not sdists:
         last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
-        raise UserError(f"could not download llama-cpp-python=={LLAMA_CPP_PYTHON}'s source to build llama-server ({last})")
+        raise UserError(f"could not download llama-cpp-python=={LLAMA_CPP_PYTHON}'s source {purpose} ({last})")
     return sdists[0]
 
 

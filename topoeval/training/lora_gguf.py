@@ -22,16 +22,11 @@ import tempfile
 from pathlib import Path
 
 from topoeval.core.errors import UserError
+from topoeval.models.llamacpp_build import cache_root, fetch_sdist
 
 SCRIPT = "convert_lora_to_gguf.py"
 #: what the converter needs from the sdist's vendor/llama.cpp/
 CONVERTER_PARTS = (SCRIPT, "convert_hf_to_gguf.py", "conversion/", "gguf-py/")
-
-
-def cache_root() -> Path:
-    if os.environ.get("TOPOEVAL_CACHE"):
-        return Path(os.environ["TOPOEVAL_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "topoeval"
 
 
 def llama_cpp_version() -> str:
@@ -52,16 +47,9 @@ def converter_dir(fetch: bool = True) -> Path:
                         f"{sys.executable} -m topoeval.training.lora_gguf --fetch  (make install does this)")
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
-             f"llama-cpp-python=={ver}", "-d", tmp],
-            capture_output=True, text=True)
-        sdists = list(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
-        if proc.returncode != 0 or not sdists:
-            last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
-            raise UserError(f"could not download llama-cpp-python=={ver}'s source for its GGUF converter ({last})")
+        sdist = fetch_sdist(Path(tmp), "for its GGUF converter")
         staging = Path(tmp) / "llama.cpp"
-        _extract_converter(sdists[0], staging)
+        _extract_converter(sdist, staging)
         if folder.exists():  # another process won the race
             return folder
         staging.rename(folder)
