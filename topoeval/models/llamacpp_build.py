@@ -254,9 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.print_path:
             print(server_binary())
             return 0
-        binary = server_binary(required=False) if os.environ.get("TOPOEVAL_LLAMA_SERVER") else build(args.force, args.jobs)
-        if binary is None:
-            binary = server_binary()
+        binary = server_binary() if os.environ.get("TOPOEVAL_LLAMA_SERVER") else build(args.force, args.jobs)
         if not args.no_self_test:
             print(self_test(binary))
         else:
