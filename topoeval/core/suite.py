@@ -186,8 +186,10 @@ class Task(BaseModel):
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON of the task (feeds the task-set hash).
 
-        The multi-turn fields are left out where they hold their defaults, so a single-instruction
-        task hashes as it did before they existed (committed task-set hashes stay valid).
+        Canonical form: the multi-turn fields are left out while they hold their defaults. This is the
+        rule for fields added with a default (a single-instruction task hashes the same whether or not
+        the schema knows multi-turn tasks), so adding an optional field does not change every task-set
+        hash that results, adapters and papers cite.
         """
         dump = self.model_dump(mode="json")
         for key in ("instructions", "withheld_tools"):

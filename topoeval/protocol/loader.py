@@ -198,7 +198,8 @@ def protocol_hash(protocol: Protocol) -> str:
     """sha256 of the validated protocol (formatting and comments do not count).
 
     ``base_model`` does not count either: naming the model that ``vs_base`` compares against changes
-    no task and no episode (it is hashed as unset, so hashes from before a protocol named one stay valid).
+    no task and no episode, so it is hashed as unset (the hash identifies what is run, not how the
+    report labels it).
     """
     dump = protocol.model_dump(mode="json")
     dump["base_model"] = None

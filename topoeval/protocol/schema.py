@@ -114,7 +114,8 @@ class Limits(_Strict):
 
     @model_serializer(mode="wrap")
     def _unset_cap_left_out(self, handler: Any) -> dict[str, Any]:
-        """Leave max_turns_per_instruction out when unset, so protocols without it hash as before it existed."""
+        """Leave max_turns_per_instruction out when unset (canonical form: an optional field added with a
+        default is absent while unset, so adding it did not change every protocol's hash)."""
         data = handler(self)
         if isinstance(data, dict) and data.get("max_turns_per_instruction") is None:
             data.pop("max_turns_per_instruction", None)
