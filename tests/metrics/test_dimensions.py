@@ -137,6 +137,26 @@ def test_parallelism_critical_path_over_turns():
     assert parallelism(t, rushed, []) == (1.0, 1)  # fast, but the hold could not know the searches
 
 
+def test_parallelism_on_a_conversation_counts_only_the_instructions_that_allow_it():
+    """Instruction 0 needs one call (no choice), instruction 1 two independent ones: serial is
+    judged on instruction 1 alone (1 path level / 2 turns), not diluted to 2/3 by instruction 0."""
+    gold = [GoldCall(id="a", tool="search", arguments={"q": "x"}, instruction=0),
+            GoldCall(id="b", tool="search", arguments={"q": "y"}, instruction=1),
+            GoldCall(id="c", tool="search", arguments={"q": "z"}, instruction=1)]
+    t = task(gold=gold)
+    events = [{"type": "instruction", "index": 1, "turn": 2}]  # turn 1 handed instruction 0 back
+    parallel = [call(0, "search", {"q": "x"}), call(2, "search", {"q": "y"}), call(2, "search", {"q": "z"})]
+    serial = [call(0, "search", {"q": "x"}), call(2, "search", {"q": "y"}), call(3, "search", {"q": "z"})]
+    assert parallelism(t, parallel, events) == (1.0, 0)
+    assert parallelism(t, serial, events) == (pytest.approx(1 / 2), 0)
+    # stopping after instruction 0: a third of the plan, no turn of the wide instruction used
+    assert parallelism(t, serial[:1], events[:0]) == (0.0, 0)
+    # a one-instruction task keeps the plain ratio
+    one = task(gold=[g.model_copy(update={"instruction": 0}) for g in gold])
+    assert parallelism(one, [call(0, "search", {"q": "x"}), call(0, "search", {"q": "y"}), call(1, "search", {"q": "z"})],
+                       []) == (pytest.approx(1 / 2), 0)
+
+
 # -- efficiency ------------------------------------------------------------------------------
 def test_efficiency_is_coverage_times_precision_and_counts_redundancy():
     t = task(gold=PAR_GOLD)

@@ -152,14 +152,7 @@ class BfclWorld(World):
                             "reason": "; ".join(reasons) or None})
 
     def _reference_call(self, text: str) -> str:
-        name, arguments = parse_call(text, jsonable=False)
-        owner = self.methods.get(name)
-        try:
-            if owner is None:
-                raise NameError(f"name '{name}' is not defined")
-            return bfcl_result(getattr(self.reference[owner], name)(**arguments))
-        except Exception as exc:
-            return f"Error during execution: {exc}"
+        return execute(self.reference, self.methods, text)
 
     @property
     def passed(self) -> bool:
@@ -170,6 +163,19 @@ class BfclWorld(World):
     def snapshot(self) -> dict[str, Any]:
         """Every attribute of every instance (the working directory as a path), as JSON."""
         return {name: instance_state(inst) for name, inst in self.instances.items()}
+
+
+def execute(instances: dict[str, Any], methods: dict[str, str], text: str) -> str:
+    """Run one ground-truth call string on ``instances`` (class name -> instance), as BFCL's
+    executor records it; ``methods``: tool name -> its class."""
+    name, arguments = parse_call(text, jsonable=False)
+    owner = methods.get(name)
+    try:
+        if owner is None:
+            raise NameError(f"name '{name}' is not defined")
+        return bfcl_result(getattr(instances[owner], name)(**arguments))
+    except Exception as exc:
+        return f"Error during execution: {exc}"
 
 
 def commit_object(name: str, arguments: dict[str, Any]) -> str:

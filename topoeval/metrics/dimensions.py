@@ -12,7 +12,7 @@ from typing import Any
 from topoeval.core.gold import critical_path, dag_width
 from topoeval.core.suite import Task, ToolSpec
 from topoeval.metrics.matching import match_calls
-from topoeval.metrics.progress import Progress, progress
+from topoeval.metrics.progress import Progress, progress, project
 
 DIMENSIONS = ("clarification", "priority", "risk", "parallelism", "efficiency")
 
@@ -156,16 +156,32 @@ def parallelism(task: Task, calls: list[dict[str, Any]], events: list[dict[str, 
     turns cannot score: the score never exceeds the coverage, and is 0 when no world call matched
     the plan. ``None`` when the plan's world calls never allow two in one turn (width < 2), or
     when nothing is expected of the episode (its whole plan hinged on a question it never asked).
+
+    On a conversation of user instructions the ratio is taken over the instructions whose own
+    part of the plan has width ≥ 2 (critical paths and turns summed over them): an instruction
+    that needs one call, or a chain, leaves no choice between parallel and serial, and counting
+    its turns would only dilute the ones that do. On a one-instruction task this is the plain
+    ratio.
     """
     tools = tools or {}
     violations = serial_violations(task, calls, events)
     done = done or progress(task, calls, events, tools)
     if dag_width(done.nodes) < 2 or done.coverage is None:
         return None, violations
-    turns = len({calls[i]["turn"] for i in done.counted})
+    wide = {k for k in {n.instruction for n in done.nodes}
+            if dag_width(project(done.nodes, {n.id for n in done.nodes if n.instruction == k})) >= 2}
+    starts = sorted((turn, k) for k, turn in instruction_starts(events).items())
+    turns = len({calls[i]["turn"] for i in done.counted if _instruction_at(calls[i]["turn"], starts) in wide})
     if not done.matched or not turns:
         return 0.0, violations
-    return done.coverage * min(1.0, critical_path(done.covered()) / turns), violations
+    covered = done.covered()
+    path = sum(critical_path(project(covered, {n.id for n in covered if n.instruction == k})) for k in wide)
+    return done.coverage * min(1.0, path / turns), violations
+
+
+def _instruction_at(turn: int, starts: list[tuple[int, int]]) -> int:
+    """The user instruction an assistant turn answers (``starts``: sorted (turn, instruction))."""
+    return max((k for t, k in starts if t <= turn), default=0)
 
 
 def redundant_calls(calls: list[dict[str, Any]], tools: dict[str, ToolSpec]) -> int:
