@@ -10,6 +10,14 @@ def test_flat():
     assert name_shape([0.8, 0.78, 0.79, 0.77, 0.8, 0.76], AXES, 0.05)["shape"] == "flat"
 
 
+def test_floor_is_nothing_solved_anywhere_not_flat():
+    assert name_shape([0, 0, 0, 0, 0, 0], AXES, 0.0) == {"shape": "floor", "breaking_axis": None}
+    assert name_shape([0.0, 0.0, 0.0], AXES[:3], 0.2)["shape"] == "floor"
+    # one step above the floor is a curve again, named by the other rules
+    assert name_shape([0.05, 0, 0, 0, 0, 0], AXES, 0.05)["shape"] == "flat"
+    assert name_shape([0.5, 0, 0, 0, 0, 0], AXES, 0.0)["shape"] == "cliff at schema"
+
+
 def test_cliff_names_its_axis():
     r = name_shape([0.9, 0.9, 0.88, 0.2, 0.2, 0.18], AXES, 0.0)
     assert r == {"shape": "cliff at user", "breaking_axis": "user"}
@@ -86,7 +94,7 @@ def test_ladder_end_to_end_shapes_of_reference_policies(tmp_path):
     assert [p["topology"] for p in ladders["oracle"]["success"]["curve"]] == ["wiki", "L1-renamed", "L2-travel", "L3-user"]
     no_ask = ladders["oracle-no-ask"]["success"]
     assert no_ask["shape"] == "cliff at user" and no_ask["breaking_axis"] == "user"
-    assert ladders["noop"]["success"]["shape"] == "flat"
+    assert ladders["noop"]["success"]["shape"] == "floor"  # solves nothing on any step
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## Ladder" in md and "| oracle-no-ask | 0-shot | success | 1.00 | 1.00 | 1.00 |" in md
 

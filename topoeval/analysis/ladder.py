@@ -4,6 +4,8 @@ A ladder is an ordered list of topologies from the train topology toward the OOD
 moving one axis. For every model x baseline and every metric (success, dq, each dimension) the
 curve is the cell mean per step, and its shape is named by this rule, checked in order:
 
+- ``floor``: every step is at the floor, 0 (the model solves nothing anywhere on the ladder: there is
+  no collapse to name, and ``flat`` would read as "transfers without loss");
 - ``recovers``: some step regains at least 2 × std over the lowest value before it;
 - ``rises``: the last step ends at least 2 × std above the first (no collapse on this metric —
   e.g. a dimension that the later topologies dilute with easier parts);
@@ -32,8 +34,16 @@ STEP_SHARE = 0.25
 EPS = 1e-9
 
 
+def at_floor(values: list[float | None]) -> bool:
+    """Whether every value is at the floor (0: nothing solved, nothing scored on the dimension)."""
+    present = [v for v in values if v is not None]
+    return bool(present) and all(v <= EPS for v in present)
+
+
 def name_shape(values: list[float], axes: list[str | None], std: float) -> dict[str, Any]:
     """The shape of one curve (``axes[i]`` is the axis moved by step i; step 0 is the start)."""
+    if at_floor(values):
+        return {"shape": "floor", "breaking_axis": None}
     noise = 2 * std
     drops = [values[i - 1] - values[i] for i in range(1, len(values))]
     total = values[0] - values[-1]

@@ -3,14 +3,17 @@
 One row per model, on its zero-shot baseline (the transfer the protocol measures; the first
 baseline run when there is no zero-shot one). The shape is the ladder's named shape of success
 (:mod:`topoeval.analysis.ladder`) when the protocol has a ladder; otherwise, per OOD topology,
-``flat`` when the gap S_id − S_ood is below 2 × the larger noise of the two cells, else ``drop``
-or ``rise`` of that size, with the decision-quality dimension that falls most.
+``floor`` when S_id and S_ood are both 0 (the model solves nothing on either side: nothing
+transferred, nothing was there to lose), ``flat`` when the gap S_id − S_ood is below 2 × the
+larger noise of the two cells, else ``drop`` or ``rise`` of that size, with the decision-quality
+dimension that falls most.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from topoeval.analysis.ladder import at_floor
 from topoeval.analysis.stats import noise
 
 
@@ -25,10 +28,12 @@ def _point(cell: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _shape(id_cells: list[dict[str, Any]], ood: dict[str, Any], collapse: dict[str, Any] | None) -> str:
-    """flat / drop X / rise X for one OOD topology against the ID cells."""
+    """floor / flat / drop X / rise X for one OOD topology against the ID cells."""
     gap = (collapse or {}).get("gap", {}).get(ood["topology"])
     if gap is None:
         return "—"
+    if at_floor([(collapse or {})["S_id"], ood["mean"]]):  # a gap means both are known
+        return "floor"
     spread = max([noise(_success(c)) for c in id_cells] + [noise(_success(ood["cell"]))])
     if abs(gap) < 2 * spread or gap == 0:
         return "flat"
