@@ -19,14 +19,14 @@ from typing import Any
 from topoeval.analysis.summary import build_summary
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
-from topoeval.models.options import ModelOptions
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
+from topoeval.runner.config import Executor, RunConfig
 from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
 from topoeval.runner.shards import MissingEpisodes, Shard, append_missing, combine, write_episodes, write_plan
 from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
-__all__ = ["RunResult", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "ContaminationWarning",
+__all__ = ["RunResult", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
 
 
@@ -54,33 +54,24 @@ class RunResult:
         raise KeyError((model, topology, baseline))
 
 
-def run_protocol(
-    protocol: Protocol | str | Path,
-    models: list[str | Policy],
-    out: str | Path | None = None,
-    *,
-    tasks: int | None = None,
-    samples: int | None = None,
-    concurrency: int | None = None,
-    suites_dirs: list[str | Path] | tuple = (),
-    progress: bool = False,
-    shots: list[int] | None = None,
-    model_options: ModelOptions | None = None,
-    cache: bool = True,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    trained_on: list[str | Path] | tuple = (),
-    shard: str | Shard | None = None,
-    workers: int | None = None,
-    executor: str = "local",
-) -> RunResult:
+def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str | Policy] | tuple = (),
+                 out: str | Path | None = None, **settings: Any) -> RunResult:
     """Run ``models`` on ``protocol`` (a Protocol, a path, or a shipped name) and write the run folder.
 
-    Running again with the same arguments resumes: finished episodes are kept, not re-run.
-    ``tasks`` and ``samples`` override the protocol's test task count and samples per task;
-    ``shots`` keeps only these baselines, ``max_turns`` / ``max_tokens`` override the protocol's
-    limits (the run's protocol hash changes with them). ``model_options`` reach every model backend; with
-    ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
+    ``settings`` are the fields of :class:`RunConfig` (``tasks``, ``samples``, ``shots``,
+    ``max_turns``, ``max_tokens``, ``temperature``, ``top_p``, ``model_options``, ``concurrency``,
+    ``cache``, ``suites_dirs``, ``trained_on``, ``shard``, ``workers``, ``executor``, ``progress``);
+    or pass one RunConfig as ``protocol``. An unknown or invalid setting is a one-line UserError
+    naming it.
+
+    Running again with the same arguments resumes: finished episodes are kept, not re-run. Every
+    setting that can change an episode is the run's identity (``runner.config``): it picks the
+    default run folder, keys the response cache, and a folder run under other settings is refused
+    (one line naming the setting) rather than resumed. ``tasks`` and ``samples`` override the
+    protocol's test task count and samples per task; ``shots`` keeps only these baselines;
+    ``max_turns``, ``max_tokens``, ``temperature``, ``top_p`` override the protocol's limits and
+    sampling (the run's protocol hash changes with them). ``model_options`` reach every model backend;
+    with ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     ``trained_on``: ``topoeval export`` folders the models were trained on; evaluated tasks found in
     them raise a :class:`ContaminationWarning` and are counted in run.json.
 
@@ -95,50 +86,45 @@ def run_protocol(
     :func:`merge_runs`); ``workers`` runs K local processes (0: one per core) and ``executor="ray"``
     Ray tasks, each merged at the end into what an unsharded call writes.
     """
-    options = dict(tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dirs, progress=progress,
-                   shots=shots, model_options=model_options, cache=cache, max_turns=max_turns, max_tokens=max_tokens,
-                   trained_on=trained_on)
-    if executor not in ("local", "ray"):
-        raise UserError(f"--executor must be local or ray, not '{executor}'")
-    if executor == "ray" or (workers is not None and workers != 1):
-        if shard is not None:
-            raise UserError("--shard runs one shard in this process; give --shard or --workers/--executor ray, not both")
-        return _run_parallel(protocol, models, out, options, workers, executor)
+    config = RunConfig.build(protocol, models, out, **settings)
+    if config.executor == Executor.ray or (config.workers is not None and config.workers != 1):
+        if config.shard is not None:
+            raise UserError("shard runs one shard in this process; give shard or workers / executor='ray', not both")
+        return _run_parallel(config)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(arun_protocol(protocol, models, out, shard=shard, **options))
+        return runner.run(arun_protocol(config))
 
 
-async def arun_protocol(protocol: Protocol | str | Path, models: list[str | Policy], out: str | Path | None = None,
-                        **options: Any) -> RunResult:
+async def arun_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str | Policy] | tuple = (),
+                        out: str | Path | None = None, **settings: Any) -> RunResult:
     """:func:`run_protocol` inside a running event loop (same arguments, one process: no ``workers``)."""
-    shard = options.pop("shard", None)
-    shard = Shard.parse(shard) if isinstance(shard, str) else shard
-    run = await arun_episodes(protocol, models, out, shard=shard, **options)
-    return summarise_shard(run) if shard is not None else summarise_run(run)
+    config = RunConfig.build(protocol, models, out, **settings)
+    run = await arun_episodes(config)
+    return summarise_shard(run) if config.shard is not None else summarise_run(run)
 
 
-def _run_parallel(protocol, models, out, options: dict[str, Any], workers: int | None, executor: str) -> RunResult:
+def _run_parallel(config: RunConfig) -> RunResult:
     """The run folder set up here (run.json, plan.json, the preflight), the shards run by worker
     processes or Ray tasks, then merged here."""
     from topoeval.runner.workers import run_local_workers, worker_count
 
     started = time.perf_counter()
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        prepared = runner.run(arun_episodes(protocol, models, out, plan_only=True, **options))
+        prepared = runner.run(arun_episodes(config, plan_only=True))
     run_dir = prepared.run_dir.resolve()
     reused = len(finished_keys(run_dir) & set(prepared.planned))
-    # the workers get the protocol as loaded here (no path to resolve again) and absolute folders;
-    # the contamination check ran here, once
-    spec = {**options, "protocol": prepared.protocol, "models": models, "trained_on": (),
-            "suites_dirs": [Path(d).resolve() for d in options["suites_dirs"]]}
-    progress = spec.pop("progress")
+    # the workers get the protocol as run here (no path to resolve again), absolute folders and the run
+    # folder itself; the contamination check ran here, once
+    worker_config = config.model_copy(update={
+        "protocol": prepared.protocol, "out": run_dir, "trained_on": [], "progress": False, "workers": None,
+        "executor": Executor.local, "suites_dirs": [Path(d).resolve() for d in config.suites_dirs]})
     episodes_started = time.perf_counter()
-    if executor == "ray":
+    if config.executor == Executor.ray:
         from topoeval.runner.ray_executor import run_on_ray
 
-        outcomes = run_on_ray(spec, run_dir, workers or None)
+        outcomes = run_on_ray(worker_config, run_dir, config.workers or None)
     else:
-        outcomes = run_local_workers(spec, run_dir, worker_count(workers), progress=progress)
+        outcomes = run_local_workers(worker_config, run_dir, worker_count(config.workers), progress=config.progress)
     episodes_s = time.perf_counter() - episodes_started
     failed = [o for o in outcomes if o.failure]
     if failed:
@@ -206,7 +192,7 @@ def summarise_run(run: EpisodeRun) -> RunResult:
     summary = build_summary(
         run.protocol.name, run.records, run.order,
         extra={"run_id": run.run_dir.name, "protocol_sha256": run.protocol_sha256,
-               "task_set_sha256": run.task_set_sha256},
+               "task_set_sha256": run.task_set_sha256, "tool_formats": run.meta.get("tool_formats")},
         base_model=run.protocol.base_model, ladder_steps=run.ladder_steps,
     )
     write_json(run.run_dir / "summary.json", summary)

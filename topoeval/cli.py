@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.core.choices import Executor, ToolMode
 
 app = typer.Typer(
     add_completion=False,
@@ -47,7 +48,7 @@ def run(
     api_base: Annotated[Optional[list[str]], typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for replicas.")] = None,
     api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
-    tool_mode: Annotated[str, typer.Option(help="auto | native | prompt.")] = "auto",
+    tool_mode: Annotated[ToolMode, typer.Option(help="How tools reach the model (auto: by the backend's capability).")] = ToolMode.auto,
     temperature: Annotated[Optional[float], typer.Option(help="Override the protocol's temperature.")] = None,
     top_p: Annotated[Optional[float], typer.Option(help="Override the protocol's top_p.")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
@@ -62,32 +63,31 @@ def run(
         help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval merge`.")] = None,
     workers: Annotated[Optional[int], typer.Option(
         min=0, help="Run the episodes in K local processes (0: one per core), merged at the end.")] = None,
-    executor: Annotated[str, typer.Option(
-        help="local | ray: with ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs topoeval[ray].")] = "local",
+    executor: Annotated[Executor, typer.Option(
+        help="With ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs topoeval[ray].")] = Executor.local,
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
     from topoeval.models.options import ModelOptions
     from topoeval.report.tables import print_success_table
-    from topoeval.api import BackendWarning, ContaminationWarning, run_protocol
+    from topoeval.api import BackendWarning, ContaminationWarning, RunConfig, run_protocol
 
-    if tool_mode not in ("auto", "native", "prompt"):
-        raise UserError(f"--tool-mode must be auto, native or prompt, not '{tool_mode}'")
     models = [m for spec in model for m in spec.replace(",", " ").split()]
     try:
         shot_list = [int(s) for s in shots.replace(",", " ").split()] if shots else None
     except ValueError:
         raise UserError(f"--shots takes numbers like '0,1', not '{shots}'") from None
-    options = ModelOptions(api_bases=api_base or [], api_key=api_key, tool_mode=tool_mode, temperature=temperature,
-                           top_p=top_p, timeout_s=timeout, max_retries=max_retries)
+    options = ModelOptions(api_bases=api_base or [], api_key=api_key, tool_mode=tool_mode.value, timeout_s=timeout,
+                           max_retries=max_retries)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ContaminationWarning)
         warnings.simplefilter("always", BackendWarning)
-        result = run_protocol(
-            protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency,
-            suites_dirs=suites_dir or (), progress=progress and sys.stderr.isatty(), shots=shot_list,
-            model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or (),
+        config = RunConfig.build(
+            protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dir or [],
+            progress=progress and sys.stderr.isatty(), shots=shot_list, temperature=temperature, top_p=top_p,
+            model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or [],
             shard=shard, workers=workers, executor=executor,
         )
+        result = run_protocol(config)
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
     console = _console()

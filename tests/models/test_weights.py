@@ -63,5 +63,5 @@ def test_resuming_a_folder_with_retrained_weights_is_refused(tmp_path, echo_prot
     proto, out = echo_protocol(n=2), tmp_path / "run"
     topoeval.run_protocol(proto, [Answers("a" * 64)], out, suites_dirs=[fixture_suites])
     assert topoeval.run_protocol(proto, [Answers("a" * 64)], out, suites_dirs=[fixture_suites]).new_episodes == 0
-    with pytest.raises(UserError, match="other weights .*aaaaaaaaaaaa, now bbbbbbbbbbbb.*use another --out"):
+    with pytest.raises(UserError, match="other weights .*aaaaaaaaaaaa, now bbbbbbbbbbbb.*use another out folder"):
         topoeval.run_protocol(proto, [Answers("b" * 64)], out, suites_dirs=[fixture_suites])

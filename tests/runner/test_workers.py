@@ -43,7 +43,7 @@ def test_models_that_cannot_reach_a_worker_are_one_line(tmp_path, echo_protocol,
     class Inside(_Local):  # defined in a function: pickle cannot send it to another process
         pass
 
-    with pytest.raises(UserError, match="--workers needs arguments that can be sent to another process"):
+    with pytest.raises(UserError, match="workers needs arguments that can be sent to another process"):
         topoeval.run_protocol(echo_protocol(n=2), [Inside()], tmp_path / "run", suites_dirs=[fixture_suites], workers=2)
 
 

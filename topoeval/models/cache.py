@@ -1,7 +1,10 @@
 """An on-disk response cache, so a re-run or a resumed run never pays twice for the same call.
 
-Keyed by sha256 of (model, messages, tools, sampling params, sample index). SQLite in WAL mode:
-a killed process loses at most the response in flight.
+Keyed by sha256 of (model, its weights, a salt, messages, tools, sampling params, sample index). The
+runner's salt is the run identity's share for that model (:func:`topoeval.runner.config.cache_salt`:
+the prompt/decoding code's version, tool mode, context window, a local model's inference
+fingerprint), so a reply made under other settings or by other harness code is never reused.
+SQLite in WAL mode: a killed process loses at most the response in flight.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ class ResponseCache:
         self.hits = self.misses = 0
 
     @staticmethod
-    def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams, sample: int) -> str:
-        blob = json.dumps([model, messages, tools, sampling.model_dump(), sample], sort_keys=True, ensure_ascii=False)
+    def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams, sample: int,
+            salt: str = "") -> str:
+        parts = [model, messages, tools, sampling.model_dump(), sample] + ([salt] if salt else [])
+        blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> AssistantMessage | None:
@@ -48,8 +53,8 @@ class ResponseCache:
 class CachedPolicy(Policy):
     """Wraps a model policy: identical requests are answered from the cache."""
 
-    def __init__(self, inner: Policy, cache: ResponseCache):
-        self.inner, self.cache = inner, cache
+    def __init__(self, inner: Policy, cache: ResponseCache, salt: str = ""):
+        self.inner, self.cache, self.salt = inner, cache, salt
         self.name, self.concurrency = inner.name, inner.concurrency
 
     @property
@@ -63,7 +68,7 @@ class CachedPolicy(Policy):
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
         # a name whose weights can change (a retrained adapter) keys on them too: never an old model's reply
         model = f"{self.name}@{self.weights}" if self.weights else self.name
-        key = self.cache.key(model, messages, tools, sampling, ctx.sample)
+        key = self.cache.key(model, messages, tools, sampling, ctx.sample, self.salt)
         hit = self.cache.get(key)
         if hit is not None:
             return hit.model_copy(update={"latency_s": 0.0})

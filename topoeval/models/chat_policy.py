@@ -56,8 +56,8 @@ class ChatPolicy(Policy):
 
     def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
         args: dict[str, Any] = {
-            "temperature": self.options.temperature if self.options.temperature is not None else sampling.temperature,
-            "top_p": self.options.top_p if self.options.top_p is not None else sampling.top_p,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
         if sampling.seed is not None:

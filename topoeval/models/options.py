@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from topoeval.core.choices import ToolMode  # noqa: F401  (re-exported: the enum of tool_mode)
 from topoeval.models.replicas import split_urls
 
 
@@ -24,13 +25,20 @@ class ModelOptions(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
     max_retries: int = Field(default=6, ge=0, description="Retries of transient failures (429, 5xx, timeouts).")
     max_backoff_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")
-    temperature: float | None = Field(default=None, description="Overrides the protocol's temperature.")
-    top_p: float | None = Field(default=None, description="Overrides the protocol's top_p.")
     n_ctx: int = Field(default=8192, description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
     n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
     local_slots: int | None = Field(default=None, ge=1, description=(
         "Slots per model on its local llama-server: sequences decoded together (continuous batching; default 1). "
         "It is the model's default concurrency too, and run.json's inference fingerprint records it."))
+
+    #: The fields that change what a model is sent or how its reply is read (not only how it is reached):
+    #: part of a run's identity and of its response-cache key (:mod:`topoeval.runner.config`). A new
+    #: episode-changing option is added here too.
+    EPISODE_FIELDS: ClassVar[tuple[str, ...]] = ("tool_mode", "n_ctx")
+
+    def episode_settings(self) -> dict[str, Any]:
+        """The values of :attr:`EPISODE_FIELDS` (the run identity's share of these options)."""
+        return {name: getattr(self, name) for name in self.EPISODE_FIELDS}
 
     @model_validator(mode="after")
     def _replicas(self) -> "ModelOptions":

@@ -49,7 +49,7 @@ class TransformersPolicy(Policy):
 
         model, tok = self._load()
         ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
-        temperature = self.options.temperature if self.options.temperature is not None else sampling.temperature
+        temperature = sampling.temperature
         kwargs = dict(max_new_tokens=sampling.max_tokens, do_sample=temperature > 0, pad_token_id=tok.pad_token_id or tok.eos_token_id)
         if temperature > 0:
             kwargs.update(temperature=temperature, top_p=sampling.top_p)

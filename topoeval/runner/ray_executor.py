@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
+from topoeval.runner.config import RunConfig
 from topoeval.runner.shards import Shard
 from topoeval.runner.store import EpisodeStore, finished_keys
 from topoeval.runner.workers import ShardOutcome
@@ -37,9 +38,9 @@ def import_ray():
     return ray
 
 
-def run_on_ray(spec: dict[str, Any], run_dir: Path, workers: int | None = None) -> list[ShardOutcome]:
-    """Run the run ``spec`` (arun_episodes' keyword arguments) as ``workers`` Ray tasks (default:
-    one per CPU of the cluster) into ``run_dir``; returns each shard's outcome, in shard order."""
+def run_on_ray(config: RunConfig, run_dir: Path, workers: int | None = None) -> list[ShardOutcome]:
+    """Run the run ``config`` as ``workers`` Ray tasks (default: one per CPU of the cluster) into
+    ``run_dir``; returns each shard's outcome, in shard order."""
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
@@ -49,7 +50,7 @@ def run_on_ray(spec: dict[str, Any], run_dir: Path, workers: int | None = None) 
         shards = [Shard(index=i, count=count) for i in range(1, count + 1)]
         finished = finished_keys(run_dir)
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(run_shard_task)
-        pending = {task.remote(spec, s, sorted(k for k in finished if s.owns(k))): s for s in shards}
+        pending = {task.remote(config, s, sorted(k for k in finished if s.owns(k))): s for s in shards}
         outcomes: dict[str, ShardOutcome] = {}
         try:
             while pending:
@@ -78,14 +79,15 @@ def run_on_ray(spec: dict[str, Any], run_dir: Path, workers: int | None = None) 
             ray.shutdown()
 
 
-def run_shard_task(spec: dict[str, Any], shard: Shard, done: list[str]) -> tuple[list[dict[str, Any]], ShardOutcome]:
+def run_shard_task(config: RunConfig, shard: Shard, done: list[str]) -> tuple[list[dict[str, Any]], ShardOutcome]:
     """Body of one Ray task: run ``shard`` less the ``done`` keys in a scratch folder; return its records."""
     from topoeval.runner.run import arun_episodes, loop_factory
 
     with tempfile.TemporaryDirectory(prefix=f"topoeval-shard-{shard.index}-of-{shard.count}-") as scratch:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            run = runner.run(arun_episodes(**{**spec, "cache": False, "progress": False}, out=Path(scratch) / "run",
-                                           shard=shard, done=set(done)))
+            task_config = config.model_copy(update={"cache": False, "progress": False, "out": Path(scratch) / "run",
+                                                    "shard": shard})
+            run = runner.run(arun_episodes(task_config, done=set(done)))
     records = [r for r in run.records if r["key"] not in set(done)]
     return records, ShardOutcome(shard=shard.label, new_episodes=run.new_episodes, errors=run.errors)
 

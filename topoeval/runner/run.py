@@ -8,7 +8,6 @@ the analysis and report layers for ``summary.json``, ``report.md``, the plots an
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import platform
 import re
 import time
@@ -23,10 +22,11 @@ from topoeval.core.provenance import git_provenance
 from topoeval.core.version import __version__
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.core.errors import UserError
+from topoeval.formats.record import format_record
+from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
 from topoeval.runner.contamination import overlap_with_exports
 from topoeval.core.policy import Policy, SamplingParams
 from topoeval.models.cache import CachedPolicy, ResponseCache
-from topoeval.models.options import ModelOptions
 from topoeval.policies.registry import is_reference, make_policy
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.loader import load_protocol, protocol_hash
@@ -99,57 +99,35 @@ def loop_factory():
     return uvloop.new_event_loop
 
 
-async def arun_episodes(
-    protocol: Protocol | str | Path,
-    models: list[str | Policy],
-    out: str | Path | None = None,
-    *,
-    tasks: int | None = None,
-    samples: int | None = None,
-    concurrency: int | None = None,
-    suites_dirs: list[str | Path] | tuple = (),
-    progress: bool = False,
-    shots: list[int] | None = None,
-    model_options: ModelOptions | None = None,
-    cache: bool = True,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    trained_on: list[str | Path] | tuple = (),
-    shard: Shard | None = None,
-    done: Collection[str] = (),
-    plan_only: bool = False,
-) -> EpisodeRun:
-    """The episode phase of :func:`topoeval.run_protocol` (see there for the arguments).
+async def arun_episodes(config: RunConfig, *, done: Collection[str] = (), plan_only: bool = False) -> EpisodeRun:
+    """The episode phase of :func:`topoeval.run_protocol` (see there, and :class:`RunConfig`).
 
-    ``shard``: run only the keys this shard owns, appending to its own episode file (see
+    ``config.shard``: run only the keys this shard owns, appending to its own episode file (see
     :mod:`topoeval.runner.shards`); ``done``: keys finished elsewhere (a Ray task's driver folder),
     not run again; ``plan_only``: write run.json and plan.json, check the models, run nothing.
     """
     t0 = time.perf_counter()
-    registry = SuiteRegistry(suites_dirs)
-    if not isinstance(protocol, Protocol):
-        protocol = load_protocol(protocol, registry)
-    if shots is not None:
-        protocol = _only_shots(protocol, shots)
-    if max_turns is not None or max_tokens is not None:
-        limits = protocol.limits.model_copy(update={k: v for k, v in (("max_turns", max_turns), ("max_tokens", max_tokens)) if v})
-        protocol = protocol.model_copy(update={"limits": limits})
+    registry = SuiteRegistry(config.suites_dirs)
+    protocol = config.protocol if isinstance(config.protocol, Protocol) else load_protocol(config.protocol, registry)
+    protocol = config.effective_protocol(protocol)
+    shard, models, out = config.shard, config.models, config.out
     if not models:
-        raise UserError("no model given (use --model, e.g. --model oracle)")
-    policies = [make_policy(m, model_options) for m in models]
+        raise UserError("no model given (models=[...], e.g. models=['oracle'])")
+    policies = [make_policy(m, config.model_options) for m in models]
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
         raise UserError(f"the same model is named twice: {names}")
-    k = samples or protocol.samples
+    k = config.samples or protocol.samples
 
     topologies = [resolve(t, registry) for t in protocol.topologies()]
     task_sets = {
-        t.name: t.tasks("test", protocol.tasks.test.seed, tasks if tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
+        t.name: t.tasks("test", protocol.tasks.test.seed, config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
         for t in topologies
     }
     p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
-    run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, p_hash, t_hash, k)
-    _check_run_json(run_dir / RUN_JSON, p_hash, t_hash)
+    identity = run_identity(config, protocol, p_hash, t_hash, policies)
+    run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, identity, k)
+    _check_run_json(run_dir / RUN_JSON, identity)
     # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again
     finished = finished_keys(run_dir) | set(done)
     planned = list(_episodes(names, protocol.baselines.shots, topologies, task_sets, k))
@@ -157,14 +135,17 @@ async def arun_episodes(
                if key not in finished and (shard is None or shard.owns(key))]
     await _preflight(policies, {job[0] for job in pending})
     weights = {p.name: p.weights for p in policies if p.weights}
-    meta = _open_run_json(run_dir, protocol, p_hash, t_hash, names, k, task_sets, weights)
+    meta = _open_run_json(run_dir, protocol, identity, names, k, task_sets, weights)
     inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
     if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
         meta["inference"] = {**meta.get("inference", {}), **inference}
+    formats = format_record(policies, topologies)  # each model's tool-call format, and format-shift steps
+    meta["tool_formats"] = {"models": {**meta.get("tool_formats", {}).get("models", {}), **formats["models"]},
+                            "topologies": formats["topologies"]}
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
-    meta["overrides"] = {key: value for key, value in (("tasks", tasks), ("samples", samples), ("max_turns", max_turns),
-                                                     ("max_tokens", max_tokens)) if value is not None}
-    overlap = overlap_with_exports(list(trained_on), task_sets) if trained_on else {}
+    meta["overrides"] = config.overrides()
+    meta["config"] = config.record()
+    overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
     if overlap:
         meta["trained_on"] = overlap
     write_json(run_dir / RUN_JSON, meta)
@@ -177,9 +158,10 @@ async def arun_episodes(
     store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES)
     reused = sum(1 for r in store.records.values() if is_finished(r))
     cache_path = run_dir / (shard.cache_name if shard else "cache.sqlite")  # SQLite is per shard, not shared
-    response_cache = ResponseCache(cache_path) if cache and not all(is_reference(m) for m in models) else None
+    response_cache = ResponseCache(cache_path) if config.cache and not all(is_reference(m) for m in models) else None
     if response_cache is not None:
-        policies = [p if is_reference(m) else CachedPolicy(p, response_cache) for m, p in zip(models, policies)]
+        policies = [p if is_reference(m) else CachedPolicy(p, response_cache, cache_salt(identity, p.name))
+                    for m, p in zip(models, policies)]
 
     demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
     by_name = {p.name: p for p in policies}
@@ -189,8 +171,8 @@ async def arun_episodes(
     started = time.perf_counter()
     timing: dict[str, float] = {"setup_s": started - t0}
     try:
-        with _progress(progress, len(jobs)) as advance:
-            sems = {p.name: asyncio.Semaphore(concurrency or p.concurrency) for p in policies}
+        with _progress(config.progress, len(jobs)) as advance:
+            sems = {p.name: asyncio.Semaphore(config.concurrency or p.concurrency) for p in policies}
 
             async def one(policy: Policy, shots: int, topo: ResolvedTopology, task, s: int, key: str) -> None:
                 nonlocal new
@@ -268,15 +250,6 @@ async def _close_all(policies: list[Policy]) -> None:
             pass
 
 
-def _only_shots(protocol: Protocol, shots: list[int]) -> Protocol:
-    """Keep the protocol's baselines that are among ``shots`` (at least one must remain)."""
-    kept = sorted(set(shots) & set(protocol.baselines.shots))
-    if not kept:
-        raise UserError(f"--shots {sorted(set(shots))}: none is among the protocol's baselines {protocol.baselines.shots}")
-    baselines = protocol.baselines.model_copy(update={"shots": kept})
-    return protocol.model_copy(update={"baselines": baselines})
-
-
 def _sampling(protocol: Protocol, sample: int) -> SamplingParams:
     s = protocol.sampling
     return SamplingParams(
@@ -305,39 +278,37 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     return cache
 
 
-def _check_run_json(path: Path, p_hash: str, t_hash: str) -> dict | None:
-    """An existing run.json, checked to hold the same protocol version and task set (None if new)."""
+def _check_run_json(path: Path, identity: dict[str, Any]) -> dict | None:
+    """An existing run.json, checked to hold a run of the same identity (None if new): settings first
+    (a difference is named), then the protocol version and the task set."""
     if not path.exists():
         return None
     meta = read_json(path)
-    if meta.get("protocol_sha256") != p_hash:
-        raise UserError(f"{path.parent}: holds a run of a different protocol version; use another --out")
-    if meta.get("task_set_sha256") != t_hash:
-        raise UserError(f"{path.parent}: holds a run over a different task set (--tasks?); use another --out")
+    check_identity(path.parent, meta.get("identity"), identity)
+    if meta.get("protocol_sha256") != identity["protocol_sha256"]:
+        raise UserError(f"{path.parent}: holds a run of a different protocol version; use another out folder")
+    if meta.get("task_set_sha256") != identity["task_set_sha256"]:
+        raise UserError(f"{path.parent}: holds a run over a different task set (tasks?); use another out folder")
     return meta
 
 
-def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, names: list[str], k: int, task_sets,
+def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], names: list[str], k: int, task_sets,
                    weights: dict[str, str]) -> dict:
-    """Create run.json, or reopen it for a resumed run. ``weights``: the fingerprints of models whose
-    weights can change under one name (retrained adapters); resuming one whose weights changed is refused,
-    since its finished episodes belong to the old weights."""
+    """Create run.json, or reopen it for a resumed run (checked by :func:`_check_run_json`: a model whose
+    weights or inference changed is refused, since its finished episodes belong to the old ones)."""
     path = run_dir / RUN_JSON
-    meta = _check_run_json(path, p_hash, t_hash)
+    meta = _check_run_json(path, identity)
     if meta is not None:
-        for name, now in weights.items():
-            before = meta.get("weights", {}).get(name)
-            if before is not None and before != now:
-                raise UserError(f"{run_dir}: its '{name}' episodes were run with other weights (sha256 {before[:12]}, "
-                                f"now {now[:12]}: the adapter was retrained); use another --out")
         meta["models"] = list(dict.fromkeys([*meta.get("models", []), *names]))
+        meta["identity"]["models"] = {**meta["identity"].get("models", {}), **identity["models"]}
         meta["resumed"] = meta.get("resumed", 0) + 1
     else:
         run_dir.mkdir(parents=True, exist_ok=True)
         meta = {
             "protocol": protocol.model_dump(mode="json"),
-            "protocol_sha256": p_hash,
-            "task_set_sha256": t_hash,
+            "protocol_sha256": identity["protocol_sha256"],
+            "task_set_sha256": identity["task_set_sha256"],
+            "identity": identity,
             "n_tasks": {name: len(ts) for name, ts in task_sets.items()},
             "models": names,
             "samples": k,
@@ -359,10 +330,11 @@ def _open_run_json(run_dir: Path, protocol: Protocol, p_hash: str, t_hash: str, 
     return meta
 
 
-def _run_id(names: list[str], p_hash: str, t_hash: str, k: int) -> str:
+def _run_id(names: list[str], identity: dict[str, Any], k: int) -> str:
+    """``<models>-<digest>``: the digest covers the run's whole identity (protocol as run, task set,
+    settings, each model's weights and inference fingerprint) and the sample count."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", "+".join(names))[:48]
-    digest = hashlib.sha256(f"{p_hash}|{t_hash}|{','.join(names)}|{k}".encode()).hexdigest()[:8]
-    return f"{slug}-{digest}"
+    return f"{slug}-{digest([identity, ','.join(names), k])[:8]}"
 
 
 def _now() -> str:

@@ -57,10 +57,10 @@ class Shard(BaseModel):
         """``"i/n"`` -> Shard; one-line UserError for anything else."""
         m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
         if not m:
-            raise UserError(f"--shard takes i/n, e.g. 1/4, not '{text}'")
+            raise UserError(f"shard takes i/n, e.g. 1/4, not '{text}'")
         i, n = int(m.group(1)), int(m.group(2))
         if n < 1 or not 1 <= i <= n:
-            raise UserError(f"--shard {text}: shards are numbered 1..n (e.g. 1/{max(n, 1)} .. {max(n, 1)}/{max(n, 1)})")
+            raise UserError(f"shard {text}: shards are numbered 1..n (e.g. 1/{max(n, 1)} .. {max(n, 1)}/{max(n, 1)})")
         return cls(index=i, count=n)
 
     @property
@@ -169,7 +169,10 @@ def combine(run_dirs: list[Path]) -> Combined:
         if meta.get("protocol_sha256") != first.get("protocol_sha256"):
             raise UserError(f"{d} and {run_dirs[0]} hold runs of different protocols (or protocol versions); not merged")
         if meta.get("task_set_sha256") != first.get("task_set_sha256"):
-            raise UserError(f"{d} and {run_dirs[0]} hold runs over different task sets (--tasks?); not merged")
+            raise UserError(f"{d} and {run_dirs[0]} hold runs over different task sets (tasks?); not merged")
+        if (meta.get("identity") or {}).get("settings") != (first.get("identity") or {}).get("settings"):
+            raise UserError(f"{d} and {run_dirs[0]} hold runs made under different settings (run.json identity.settings); "
+                            "not merged")
         if p.keys_sha256 != plan.keys_sha256:
             raise UserError(f"{d} and {run_dirs[0]} plan different episodes (models {p.models} x {p.samples} samples "
                             f"vs {plan.models} x {plan.samples}); not merged")

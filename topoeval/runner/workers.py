@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
+from topoeval.runner.config import RunConfig
 from topoeval.runner.shards import Shard, episode_files
 
 #: seconds a worker gets to stop after SIGTERM before it is killed
@@ -39,7 +40,7 @@ class ShardOutcome:
     failure: str | None = None
 
 
-def check_picklable(spec: dict[str, Any], where: str) -> None:
+def check_picklable(spec: Any, where: str) -> None:
     """Worker processes get the run's arguments pickled: say so in one line when they cannot be."""
     try:
         pickle.dumps(spec)
@@ -48,14 +49,14 @@ def check_picklable(spec: dict[str, Any], where: str) -> None:
                         "(give models by name rather than as Policy objects)") from None
 
 
-def run_local_workers(spec: dict[str, Any], run_dir: Path, workers: int, progress: bool = False) -> list[ShardOutcome]:
-    """Run shards 1..``workers`` of the run ``spec`` (arun_episodes' keyword arguments) in
-    ``workers`` processes over ``run_dir``; returns each shard's outcome, in shard order."""
-    check_picklable(spec, "--workers")
+def run_local_workers(config: RunConfig, run_dir: Path, workers: int, progress: bool = False) -> list[ShardOutcome]:
+    """Run shards 1..``workers`` of the run ``config`` (its ``out`` is ``run_dir``) in ``workers``
+    processes; returns each shard's outcome, in shard order."""
+    check_picklable(config, "workers")
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     shards = [Shard(index=i, count=workers) for i in range(1, workers + 1)]
-    procs = {s.label: ctx.Process(target=_worker_main, args=(spec, s, str(run_dir), results),
+    procs = {s.label: ctx.Process(target=_worker_main, args=(config, s, results),
                                   name=f"topoeval-shard-{s.index}-of-{s.count}") for s in shards}
     outcomes: dict[str, ShardOutcome] = {}
     for p in procs.values():
@@ -113,14 +114,14 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _worker_main(spec: dict[str, Any], shard: Shard, run_dir: str, results) -> None:
-    """One worker process: run ``shard`` and report how it ended (never raises)."""
+def _worker_main(config: RunConfig, shard: Shard, results) -> None:
+    """One worker process: run ``shard`` of ``config`` and report how it ended (never raises)."""
     signal.signal(signal.SIGTERM, _interrupt)
     from topoeval.runner.run import arun_episodes, loop_factory
 
     try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            run = runner.run(arun_episodes(**spec, out=run_dir, shard=shard, progress=False))
+            run = runner.run(arun_episodes(config.model_copy(update={"shard": shard, "progress": False})))
         results.put(ShardOutcome(shard=shard.label, new_episodes=run.new_episodes, errors=run.errors))
     except KeyboardInterrupt:
         results.put(ShardOutcome(shard=shard.label, failure="interrupted"))
@@ -176,5 +177,5 @@ def worker_count(workers: int | None) -> int:
     if workers is None:
         return 1
     if workers < 0:
-        raise UserError(f"--workers takes a count (0: one per CPU core), not {workers}")
+        raise UserError(f"workers takes a count (0: one per CPU core), not {workers}")
     return workers or (os.cpu_count() or 1)
