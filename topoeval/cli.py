@@ -212,6 +212,10 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
     from topoeval.report.files import write_run_reports
     from topoeval.runner.store import read_episodes
 
+    if not (run_dir / "summary.json").is_file():  # a training run: its record's diagnostics (docs/training.md)
+        from topoeval.commands.train import report_training
+
+        return report_training(run_dir)
     summary = read_json(run_dir / "summary.json")
     console = _console()
     print_success_table(summary, console)
@@ -326,44 +330,9 @@ def export(
     typer.echo(f"wrote {path}")
 
 
-@app.command()
-def train(
-    protocol: Annotated[str, typer.Argument(help="Protocol name or YAML path: its train topology is trained on.")],
-    n: Annotated[int, typer.Option(min=1, help="Train-split tasks the oracle solves for the conversations.")] = 300,
-    epochs: Annotated[float, typer.Option(min=0.01, help="Passes over the conversations.")] = 2.0,
-    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many steps (overrides --epochs).")] = None,
-    data: Annotated[Optional[list[Path]], typer.Option(help="More `topoeval export --format sft` folders (repeatable).")] = None,
-    learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 2e-4,
-    seed: Annotated[int, typer.Option(help="Seed of the adapter's initialisation and the data order.")] = 0,
-    name: Annotated[Optional[str], typer.Option(help="Adapter model name (default smollm2-135m-<train topology>).")] = None,
-    base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
-    save_steps: Annotated[int, typer.Option(min=1, help="Checkpoint every this many steps.")] = 25,
-    threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads.")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default ./runs/adapters; make train: adapters/).")] = None,
-    work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
-    fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
-    dry_run: Annotated[bool, typer.Option(help="Export and tokenize the data, print its size, train nothing.")] = False,
-) -> None:
-    """Fine-tune the embedded model with LoRA on the protocol's train topology (CPU) and write a GGUF adapter;
-    the same command resumes an interrupted run (needs the 'train' extra; docs/training.md)."""
-    from topoeval.training.sft import TrainConfig
-    from topoeval.training.sft import train as run_training
+from topoeval.commands.train import train  # noqa: E402
 
-    cfg = TrainConfig(protocol=protocol, n=n, epochs=epochs, max_steps=max_steps, data=[str(d) for d in data or ()],
-                      learning_rate=learning_rate, seed=seed, name=name, base=base, save_steps=save_steps,
-                      threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run)
-    command = "topoeval " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else f"topoeval train {protocol}"
-    result = run_training(cfg, command)
-    rec = result.record
-    if dry_run:
-        t = rec["tokens"]
-        typer.echo(f"{result.name}: {t['conversations']} conversations (data sha256 {rec['data']['sha256'][:12]}); tokens "
-                   f"per conversation {t['shortest']}..{t['longest']} (median {t['median']}), {t['total']} in all, "
-                   f"{t['assistant']} of them learned (assistant turns)")
-        return
-    first = rec["loss_curve"][0]["loss"] if rec["loss_curve"] else None
-    typer.echo(f"{result.name}: {rec['steps']} steps, loss {first} -> {rec['final_loss']}, {rec['seconds']['train']} s "
-               f"training; wrote {result.gguf or result.adapter_dir} and {result.record_path}")
+app.command("train")(train)
 
 
 @app.command("serve-openenv")

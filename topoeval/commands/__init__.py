@@ -1,0 +1,1 @@
+"""CLI commands kept out of ``topoeval/cli.py`` (which only registers them): one module per command."""
