@@ -54,3 +54,29 @@ def test_ties_within_twice_the_larger_std():
     assert cells[1]["ties"] == ["a/0-shot"]
     assert cells[2]["ties"] == []            # 0.12 >= 2 x 0.05 and 0.20 >= 2 x 0.02
     assert cells[3]["ties"] == []            # other topology
+
+
+def test_one_tie_rule_for_compare_the_headline_and_the_leaderboard():
+    """Two one-sample cells (std 0) 0.10 apart with standard errors 0.08: a tie everywhere (2 x 0.08 >
+    0.10), and 0.20 apart: a tie nowhere. Before, compare (std only) and the leaderboard (std or se)
+    disagreed on the first."""
+    from topoeval.publish.card import leaderboard
+    from topoeval.report.headline import build_headline
+
+    def verdicts(gap: float) -> tuple[bool, bool, bool]:
+        stats = [{"mean": 0.6, "std": 0.0, "se": 0.08, "ci95": None, "n": 20},
+                 {"mean": 0.6 - gap, "std": 0.0, "se": 0.08, "ci95": None, "n": 20}]
+        cells = [{"model": "m", "baseline": "0-shot", "topology": t, "role": r, "metrics": {"success": s}}
+                 for t, r, s in (("a", "id", stats[0]), ("b", "ood", stats[1]))]
+        compared = [{**c, "topology": "a"} for c in cells]
+        mark_ties(compared)
+        summary = {"cells": cells, "collapse": [{"model": "m", "baseline": "0-shot", "S_id": 0.6, "gap": {"b": gap}}]}
+        flat = build_headline(summary)[0]["shape"] == "b: flat"
+        rows = [{"protocol": "p", "model": m, "baseline": "0-shot", "task_set_sha256": "t" * 64, "role": "ood",
+                 "metric": "success", "n": 20, "reproduce": "", "protocol_sha256": "p" * 64, **s}
+                for m, s in (("m1", stats[0]), ("m2", stats[1]))]
+        board_tie = bool(leaderboard(rows)["p"][1].get("tie"))
+        return bool(compared[0]["ties"]), flat, board_tie
+
+    assert verdicts(0.10) == (True, True, True)
+    assert verdicts(0.20) == (False, False, False)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
-from topoeval.analysis.stats import noise
+from topoeval.analysis.stats import noise, tie_margin
 
 CLIFF_SHARE = 0.6
 STEP_SHARE = 0.25
@@ -44,7 +44,7 @@ def name_shape(values: list[float], axes: list[str | None], std: float) -> dict[
     """The shape of one curve (``axes[i]`` is the axis moved by step i; step 0 is the start)."""
     if at_floor(values):
         return {"shape": "floor", "breaking_axis": None}
-    noise = 2 * std
+    noise = tie_margin(std)  # the tie rule's margin: 2 × the curve's noise
     drops = [values[i - 1] - values[i] for i in range(1, len(values))]
     total = values[0] - values[-1]
     breaking = None

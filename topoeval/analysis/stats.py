@@ -82,14 +82,32 @@ def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = 
 
 
 def noise(stats: dict[str, Any]) -> float:
-    """How much a cell mean moves by chance: the larger of the across-sample std and the standard
-    error over tasks (a deterministic policy has no sample spread, but its tasks still vary)."""
+    """How much a cell mean moves by chance — the std of the tie rule: the larger of the across-sample
+    std and the standard error over tasks (a deterministic policy, or any run with one sample, has no
+    sample spread, but its tasks still vary)."""
     return max(stats.get("std") or 0.0, stats.get("se") or 0.0)
 
 
+#: The tie rule (DESIGN §4), the one place it is written: two means whose difference is under
+#: ``TIE_SIGMAS`` × the larger noise (:func:`noise`) of the cells compared are a tie, and equal means
+#: always are. ``compare`` and summary.json's ``ties``, the headline's ``flat``, the leaderboard's ``=``
+#: and the ladder's shape thresholds all use it.
+TIE_SIGMAS = 2.0
+
+
+def tie_margin(*cells: dict[str, Any] | float) -> float:
+    """The tie rule's margin for these cells (metric stats dicts, or noises already taken)."""
+    return TIE_SIGMAS * max([c if isinstance(c, (int, float)) else noise(c) for c in cells] or [0.0])
+
+
+def is_tie(difference: float, margin: float) -> bool:
+    """Whether a difference of two means is a tie under ``margin`` (see :data:`TIE_SIGMAS`)."""
+    return difference == 0 or abs(difference) < margin
+
+
 def mark_ties(cells: list[dict[str, Any]], metric: str = "success") -> None:
-    """Add ``ties`` to each cell: cells of the same topology whose ``metric`` mean differs by less
-    than 2 × the larger of the two stds (equal means always tie). Stored as "model/baseline" labels."""
+    """Add ``ties`` to each cell: the cells of the same topology whose ``metric`` mean ties its own
+    under the tie rule (:data:`TIE_SIGMAS`). Stored as "model/baseline" labels."""
     for a in cells:
         a["ties"] = []
         sa = a["metrics"].get(metric) or {}
@@ -97,5 +115,5 @@ def mark_ties(cells: list[dict[str, Any]], metric: str = "success") -> None:
             sb = b["metrics"].get(metric) or {}
             if a is b or a["topology"] != b["topology"] or sa.get("mean") is None or sb.get("mean") is None:
                 continue
-            if abs(sa["mean"] - sb["mean"]) < 2 * max(sa["std"], sb["std"]) or sa["mean"] == sb["mean"]:
+            if is_tie(sa["mean"] - sb["mean"], tie_margin(sa, sb)):
                 a["ties"].append(f"{b['model']}/{b['baseline']}")

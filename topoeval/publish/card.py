@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from topoeval.core.version import __version__
-from topoeval.analysis.stats import noise
+from topoeval.analysis.stats import is_tie, noise, tie_margin
 
 CONFIGS = [
     {"config_name": "results", "data_files": [{"split": "train", "path": "data/results.parquet"}], "default": True},
@@ -28,7 +28,7 @@ def _mean_of(rows: list[dict[str, Any]], role: str, metric: str) -> tuple[float 
 def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Per protocol, one entry per model × baseline × task set: ID and OOD success and dq, sorted by
     OOD success (mean over the OOD topologies), with ``tie`` set when it ties the entry above
-    (difference below 2 × the larger noise, noise = max(std, se))."""
+    (the tie rule, :data:`topoeval.analysis.stats.TIE_SIGMAS`, over each entry's OOD noise)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["protocol"], r["model"], r["baseline"], r["task_set_sha256"])].append(r)
@@ -49,7 +49,7 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         entries.sort(key=lambda e: (-(e["S_ood"] if e["S_ood"] is not None else -1), e["model"], e["baseline"]))
         for above, e in zip(entries, entries[1:]):
             if e["S_ood"] is not None and above["S_ood"] is not None:
-                e["tie"] = abs(above["S_ood"] - e["S_ood"]) < 2 * max(above["noise"], e["noise"]) or above["S_ood"] == e["S_ood"]
+                e["tie"] = is_tie(above["S_ood"] - e["S_ood"], tie_margin(above["noise"], e["noise"]))
     return dict(boards)
 
 

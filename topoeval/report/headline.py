@@ -4,8 +4,8 @@ One row per model, on its zero-shot baseline (the transfer the protocol measures
 baseline run when there is no zero-shot one). The shape is the ladder's named shape of success
 (:mod:`topoeval.analysis.ladder`) when the protocol has a ladder; otherwise, per OOD topology,
 ``floor`` when S_id and S_ood are both 0 (the model solves nothing on either side: nothing
-transferred, nothing was there to lose), ``flat`` when the gap S_id − S_ood is below 2 × the
-larger noise of the two cells, else ``drop`` or ``rise`` of that size, with the decision-quality
+transferred, nothing was there to lose), ``flat`` when the gap S_id − S_ood is a tie under the
+tie rule (:data:`topoeval.analysis.stats.TIE_SIGMAS`), else ``drop`` or ``rise`` of that size, with the decision-quality
 dimension that falls most.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from topoeval.analysis.ladder import at_floor
-from topoeval.analysis.stats import noise
+from topoeval.analysis.stats import is_tie, tie_margin
 
 
 def _success(cell: dict[str, Any] | None) -> dict[str, Any]:
@@ -34,8 +34,7 @@ def _shape(id_cells: list[dict[str, Any]], ood: dict[str, Any], collapse: dict[s
         return "—"
     if at_floor([(collapse or {})["S_id"], ood["mean"]]):  # a gap means both are known
         return "floor"
-    spread = max([noise(_success(c)) for c in id_cells] + [noise(_success(ood["cell"]))])
-    if abs(gap) < 2 * spread or gap == 0:
+    if is_tie(gap, tie_margin(*[_success(c) for c in id_cells], _success(ood["cell"]))):
         return "flat"
     worst = ((collapse or {}).get("dimension_collapse", {}).get(ood["topology"]) or {}).get("falls_most")
     text = f"drop {gap:.2f}" if gap > 0 else f"rise {-gap:.2f}"
