@@ -1,77 +1,55 @@
 """The deterministic rule-based traveller behind ``ask_user``.
 
-A question is read in this order:
+How a question is read — a confirmation of a flight, the slots it asks about, or nothing — is
+:mod:`.reading` (paraphrases, not only keywords; measured on a committed corpus). Then:
 
-1. **Confirmation** — it names a flight id (e.g. ``AS12301``) or a hold id (``H1``): the answer is
-   ``yes`` when that flight is acceptable under the *hidden* constraints (a free flight on the
-   traveller's dates that meets every slot the prompt did not state) and a reason-free ``no``
-   otherwise. The traveller does not re-check what the prompt stated or the priority order: that
-   is the agent's job, judged by ``success`` and ``priority``. Recorded as a ``confirm`` event.
-2. **Slot question** — every slot whose name or a synonym appears (whole words, case-insensitive)
-   is answered with its value, and nothing else:
-
-   | slot | synonyms |
-   |---|---|
-   | budget | budget, price, prices, cost, costs, spend, afford, money, expensive, cheap, much |
-   | airline | airline, airlines, carrier, carriers, fly with |
-   | dates | date, dates, day, days, when, travel window, depart, departure, leave |
-   | priority | priority, priorities, matters most, most important, prefer most, rank |
-   | events | event, events, festival, season, avoid |
-   | route | origin, destination, from where, where to, route |
-
+1. **Confirmation** (the question names a flight or hold, or the one held seat): ``yes`` when that
+   flight is acceptable under the *hidden* constraints (a free flight on the traveller's dates that
+   meets every slot the prompt did not state) and a reason-free ``no`` otherwise. The traveller
+   does not re-check what the prompt stated or the priority order: that is the agent's job, judged
+   by ``success`` and ``priority``. Recorded as a ``confirm`` event.
+2. **Slot question**: every slot it asks about is answered with its value, and nothing else.
    Questions about slots the task already stated (route, priority, given budget...) are answered
    but count as over-asking; ``events`` is retrievable with ``get_city_events`` and is answered
    with "please check". Recorded as an ``ask`` event with the slots it matched.
-3. Anything else gets "I'm not sure what you mean." (an ``ask`` event with no slot).
+3. Anything else gets "I'm not sure what you mean." (an ``ask`` event with no slot: counted per
+   episode as ``unanswered_questions``, so a report shows when the simulator, not the model, failed).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "budget": ("budget", "price", "prices", "cost", "costs", "spend", "afford", "money", "expensive", "cheap", "much"),
-    "airline": ("airline", "airlines", "carrier", "carriers", "fly with"),
-    "dates": ("date", "dates", "day", "days", "when", "travel window", "depart", "departure", "leave"),
-    "priority": ("priority", "priorities", "matters most", "most important", "prefer most", "rank"),
-    "events": ("event", "events", "festival", "season", "avoid"),
-    "route": ("origin", "destination", "from where", "where to", "route"),
-}
-_PATTERNS = {slot: re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b", re.I) for slot, words in SYNONYMS.items()}
-FLIGHT_ID = re.compile(r"\b([A-Z]{2}\d{4,6})\b")
-HOLD_ID = re.compile(r"\b(H\d+)\b")
+from .generator import AIRLINES
+from .reading import Reader
+
 RETRIEVABLE = {"events"}
 
 
 class Traveller:
     """Answers questions from the hidden and given slots; records what was asked and confirmed."""
 
-    def __init__(self, truth: dict[str, Any], events: list[dict[str, Any]], holds: dict[str, dict[str, Any]]):
+    def __init__(self, truth: dict[str, Any], events: list[dict[str, Any]], holds: dict[str, dict[str, Any]],
+                 flights: list[dict[str, Any]] | None = None):
         self.truth = truth
         self.events = events
-        self._holds = holds  # the world's holds, to resolve hold ids named in confirmations
+        flights = flights or []
+        # the world's holds (a live dict) resolve hold ids and "the held seat" in confirmations
+        self.reader = Reader([f["flight_id"] for f in flights], holds,
+                             airlines=sorted(set(AIRLINES.values()) | {f["airline"] for f in flights}),
+                             cities=[truth["origin"], truth["destination"]])
 
     def ask(self, question: str) -> str:
-        flight = self._named_flight(question)
-        if flight is not None:
-            ok = flight in self.truth["acceptable"]
-            self.events.append({"type": "confirm", "object": flight, "answer": "yes" if ok else "no"})
+        reading = self.reader.read(question)
+        if reading.kind == "confirm":
+            ok = reading.flight in self.truth["acceptable"]
+            self.events.append({"type": "confirm", "object": reading.flight, "answer": "yes" if ok else "no"})
             return "Yes, go ahead." if ok else "No."
-        slots = [s for s, pat in _PATTERNS.items() if pat.search(question)]
+        slots = reading.slots
         self.events.append({"type": "ask", "slots": slots, "question": question[:300]})
         if not slots:
             return "I'm not sure what you mean."
         return " ".join(self._answer(s) for s in slots)
-
-    def _named_flight(self, question: str) -> str | None:
-        m = FLIGHT_ID.search(question)
-        if m:
-            return m.group(1)
-        m = HOLD_ID.search(question)
-        if m and m.group(1) in self._holds:
-            return self._holds[m.group(1)]["flight"]
-        return None
 
     def _answer(self, slot: str) -> str:
         t = self.truth

@@ -39,7 +39,7 @@ class TravelWorld(World):
         self.bookings: dict[str, dict[str, Any]] = {}
         self.clock = 0
         self.events: list[dict[str, Any]] = []
-        self.user = Traveller(data["truth"], self.events, self.holds)
+        self.user = Traveller(data["truth"], self.events, self.holds, data["flights"])
 
     # -- the contract -------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

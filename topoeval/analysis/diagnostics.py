@@ -15,7 +15,10 @@ With k >= 2 samples per task:
 On every cell (k = 1 too), per episode: mean ``tool_calls``, ``invalid_calls`` and
 ``redundant_calls``, and the mean completion tokens of successful and of failed episodes (the
 essay's length-versus-correctness check: long failures are flailing, long successes may be
-length bias). Episodes that ended in ``error`` (infrastructure, not the model) are left out.
+length bias); and the questions put to the simulated user (``questions``) with those it could map
+to nothing it knows (``unanswered_questions``): a high share says the simulator, not the model, may
+be the cause of low clarification. Episodes that ended in ``error`` (infrastructure, not the model)
+are left out.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ class CellDiagnostics(BaseModel):
     invalid_calls: float | None = Field(description="Malformed or schema-invalid tool calls per episode.")
     redundant_calls: float | None = Field(description="Repeated identical read calls per episode (state unchanged).")
     completion_tokens: TokensByOutcome = Field(description="Completion tokens of successes vs failures.")
+    questions: float | None = Field(default=None, description="Questions put to the simulated user per episode.")
+    unanswered_questions: float | None = Field(
+        default=None, description="Questions per episode the simulated user could map to nothing it knows.")
 
 
 def _mean(values: list[float]) -> float | None:
@@ -97,4 +103,6 @@ def build_diagnostics(records: list[dict[str, Any]]) -> dict[str, Any]:
         redundant_calls=_mean([float(r["scores"].get("redundant_calls", 0)) for r in scored]),
         completion_tokens=TokensByOutcome(success=_mean(wins), failure=_mean(losses), n_success=len(wins),
                                           n_failure=len(losses)),
+        questions=_mean([float(sum(1 for e in r.get("events", []) if e.get("type") == "ask")) for r in scored]),
+        unanswered_questions=_mean([float(r["scores"].get("unanswered_questions", 0)) for r in scored]),
     ).model_dump()

@@ -248,6 +248,9 @@ def decision_quality(task: Task, record: dict[str, Any], tools: dict[str, ToolSp
         "dq": sum(present) / len(present) if present else None,
         "coverage": done.coverage if done.nodes else None,
         "over_asks": over,
+        # questions the simulated user could map to nothing it knows: where this is high, read
+        # clarification (and what follows from it) as the simulator's failure as much as the model's
+        "unanswered_questions": sum(1 for q in _questions(events) if not q["slots"]),
         "unsafe_commits": unsafe,
         "serial_violations": violations,
         "redundant_calls": redundant,

@@ -57,6 +57,7 @@ def render_report_md(summary: dict[str, Any]) -> str:
                 vals.append("—" if not stat or stat.get("mean") is None else f"{stat['mean']:.2f} (n={stat['n']})")
             lines.append(_row([model, baseline, metric, *vals]))
     lines += diagnostics_md(cells)
+    lines += user_md(cells)
     collapse = summary.get("collapse") or []
     if collapse:
         lines += ["", "## Collapse", "", _row(["model", "baseline", "S_id", "topology", "S_ood", "transfer ratio", "gap",
@@ -99,6 +100,24 @@ def diagnostics_md(cells: list[dict[str, Any]]) -> list[str]:
                          _f(d["invalid_calls"], 1), _f(d["redundant_calls"], 1),
                          f"{_f(tokens['success'], 0)} (n={tokens['n_success']})",
                          f"{_f(tokens['failure'], 0)} (n={tokens['n_failure']})"]))
+    return out
+
+
+def user_md(cells: list[dict[str, Any]]) -> list[str]:
+    """Questions to the simulated user per episode and the share it could not map, on the cells that asked."""
+    rows = [c for c in cells if (c.get("diagnostics") or {}).get("questions")]
+    if not rows:
+        return []
+    out = ["", "## Questions to the simulated user", "",
+           "Per episode: questions asked (ask_user, confirmations excluded) and those the user could map to "
+           "nothing it knows (answered \"I'm not sure what you mean.\"). A high unanswered share means low "
+           "clarification may be the simulator's failure, not the model's.", "",
+           _row(["model", "baseline", "topology", "questions", "unanswered", "unanswered share"]), _row(["---"] * 6)]
+    for c in rows:
+        d = c["diagnostics"]
+        share = (d.get("unanswered_questions") or 0.0) / d["questions"]
+        out.append(_row([c["model"], c["baseline"], c["topology"], _f(d["questions"], 2),
+                         _f(d.get("unanswered_questions"), 2), _f(share)]))
     return out
 
 

@@ -1,0 +1,107 @@
+"""The traveller reads paraphrased questions: the committed corpus (tests/suites/data/), split by split.
+
+The corpus was written before the reader and independently of its word lists; bench/traveller.py
+prints the same figures (and the time per question, which is not asserted here).
+"""
+
+from pathlib import Path
+
+import pytest
+
+from topoeval.protocol.discovery import SuiteRegistry
+
+DATA = Path(__file__).parent / "data"
+FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.tsv",
+         "final": "traveller_questions_final.tsv"}
+
+
+def corpus() -> list[tuple[str, str, str]]:
+    """(split, label, question); in the first file every third question is the ``heldout`` split."""
+    rows = []
+    for name, fname in FILES.items():
+        lines = [ln for ln in (DATA / fname).read_text(encoding="utf-8").splitlines() if ln.strip() and ln[0] != "#"]
+        for i, line in enumerate(lines):
+            label, question = line.split("\t", 1)
+            rows.append(("heldout" if name == "dev" and i % 3 == 2 else name, label, question))
+    return rows
+
+
+def _traveller_class() -> type:
+    """The traveller class as the suite loads it (importing the suite's package by hand would shadow
+    its entry point)."""
+    suite = SuiteRegistry().get("travel")
+    task = suite.tasks(suite.parse_params({}), "test", 0, 1)[0]
+    return type(suite.make_world(task).user)
+
+
+Traveller = _traveller_class()
+
+
+def traveller():
+    truth = {"target": "AS12301", "acceptable": ["AS12301"], "budget": 300, "airline": "Borealis",
+             "candidate_dates": ["2026-03-12", "2026-03-13"], "priority": ["date", "budget", "airline"],
+             "origin": "Lisbon", "destination": "Oslo"}
+    holds = {"H1": {"flight": "AS12301", "status": "active", "created": 1},
+             "H2": {"flight": "BO45612", "status": "released", "created": 2}}
+    flights = [{"flight_id": f, "airline": a} for f, a in (("AS12301", "Aster Air"), ("BO45612", "Borealis"),
+                                                          ("DW77701", "Dune Airways"), ("CL12311", "Cirrus Lines"),
+                                                          ("EG40200", "Egret Air"), ("AS12310", "Aster Air"))]
+    return Traveller(truth, [], holds, flights)
+
+
+def read(t, label: str, question: str) -> bool:
+    t.ask(question)
+    e = t.events[-1]
+    if label.startswith("confirm:"):
+        return e["type"] == "confirm" and e["object"] == label[8:]
+    want = [] if label == "none" else sorted(label.split("+"))
+    return e["type"] == "ask" and sorted(e["slots"]) == want
+
+
+def test_corpus_is_large_and_varied():
+    rows = corpus()
+    assert len(rows) >= 200 and len({q for _, _, q in rows}) == len(rows)
+    kinds = {("confirm" if lab.startswith("confirm:") else lab) for _, lab, _ in rows}
+    assert {"budget", "airline", "dates", "priority", "events", "route", "none", "confirm"} <= kinds
+    assert sum("+" in lab for _, lab, _ in rows) >= 20  # questions about several slots at once
+
+
+@pytest.mark.parametrize("split", ["dev", "heldout", "fresh", "final"])
+def test_reads_at_least_97_percent_of_each_split(split):
+    t = traveller()
+    rows = [(lab, q) for s, lab, q in corpus() if s == split]
+    slots = [read(t, lab, q) for lab, q in rows if lab != "none" and not lab.startswith("confirm:")]
+    none = [read(t, lab, q) for lab, q in rows if lab == "none"]
+    confirm = [read(t, lab, q) for lab, q in rows if lab.startswith("confirm:")]
+    assert sum(slots) / len(slots) >= 0.97, split
+    assert sum(none) / len(none) >= 0.97, split
+    assert sum(confirm) / len(confirm) >= 0.97, split
+
+
+def test_reading_is_deterministic():
+    a, b = traveller(), traveller()
+    for _, _, q in corpus():
+        assert a.ask(q) == b.ask(q)
+    assert a.events == b.events
+
+
+@pytest.mark.parametrize("question,slots", [
+    ("May I ask your budget?", ["budget"]),  # 'may' the verb, not the month
+    ("Can you fly in May?", ["dates"]),
+    ("What do you mean?", []),  # not 'within your means'
+    ("Is 2026-03-12 fine?", ["dates"]),  # a date, not a flight id
+    ("What is your date of birth?", []),
+])
+def test_words_that_look_like_cues(question, slots):
+    t = traveller()
+    t.ask(question)
+    assert t.events[-1]["type"] == "ask" and t.events[-1]["slots"] == slots
+
+
+def test_a_made_up_flight_is_refused_and_a_second_active_hold_makes_the_held_seat_ambiguous():
+    t = traveller()
+    assert t.ask("Shall I pay for ZZ99999?") == "No."
+    assert t.events[-1] == {"type": "confirm", "object": "ZZ99999", "answer": "no"}
+    t.reader.holds["H3"] = {"flight": "DW77701", "status": "active", "created": 3}
+    t.ask("Shall I pay for the held seat?")
+    assert t.events[-1]["type"] == "ask"  # two seats held: which one? Not a confirmation
