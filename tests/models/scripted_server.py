@@ -19,6 +19,19 @@ from collections import defaultdict
 from aiohttp import web
 
 MODES = ("good", "bad_json", "unknown_tool", "wrong_type", "rate_limited", "server_error", "stall", "always_500")
+#: HTTP 400 answers to the first request of a task, by the body hosted APIs send (not in MODES: a
+#: rejected request ends a run, so the tests that cycle through MODES do not get them).
+BAD_REQUESTS = {
+    "context_overflow": {"message": "This model's maximum context length is 8192 tokens. However, your messages "
+                                    "resulted in 9120 tokens.", "type": "invalid_request_error",
+                         "code": "context_length_exceeded"},
+    "content_policy": {"message": "Your request was rejected as a result of our safety system.",
+                       "type": "invalid_request_error", "code": "content_policy_violation"},
+    "content_filter": {"message": "The response was filtered due to the prompt triggering Azure OpenAI's content "
+                                  "management policy.", "type": None, "code": "content_filter"},
+    "bad_request": {"message": "Invalid value for 'tool_choice': 'auto' is not supported with this model.",
+                    "type": "invalid_request_error", "code": "invalid_value"},
+}
 
 
 def _message(calls=None, content=None, prompt_mode=False):
@@ -97,6 +110,8 @@ class ScriptedServer:
         attempt = self.attempts[(prompt, step)]
         if mode == "always_500" or (mode == "server_error" and step == 0 and attempt <= 2):
             return web.json_response({"error": {"message": "boom"}}, status=500)
+        if mode in BAD_REQUESTS and step == 0:
+            return web.json_response({"error": BAD_REQUESTS[mode]}, status=400)
         if mode == "rate_limited" and step == 0 and attempt == 1:
             return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0.2"})
         if mode == "stall" and step == 0 and attempt == 1:

@@ -89,6 +89,13 @@ def test_litellm_errors_are_classified():
     window = litellm.ContextWindowExceededError("This model's maximum context length is 8192 tokens",
                                                 llm_provider="openai", model="m")
     assert isinstance(_classify(window), ContextLimitError)
+    from topoeval.core.policy import RefusalError
+    from topoeval.models.retry import BadRequestError
+
+    blocked = litellm.ContentPolicyViolationError("Your request was rejected as a result of our safety system",
+                                                  llm_provider="openai", model="m")
+    assert isinstance(_classify(blocked), RefusalError)
+    assert type(_classify(litellm.BadRequestError("bad", llm_provider="openai", model="m"))) is BadRequestError
 
 
 def _response(status):

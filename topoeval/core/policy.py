@@ -41,6 +41,21 @@ class ContextLimitError(Exception):
     (``limit:context_window``), scored like any other limit: the model's outcome, not an error."""
 
 
+#: How a content-policy refusal reads as the model's answer (the provider's words follow).
+REFUSAL_PREFIX = "[refused by the provider's content policy] "
+
+
+class RefusalError(Exception):
+    """The provider's content policy blocked the request or its reply (an HTTP 400 that says so).
+    It is the model's refusal: the runner takes it as the model's answer to the turn
+    (``REFUSAL_PREFIX`` + the provider's words), scored like any other answer, never an error."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        #: the provider's own words
+        self.detail = detail
+
+
 class Policy(ABC):
     """Maps (messages, tools, sampling params) to one assistant message.
 

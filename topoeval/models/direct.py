@@ -19,8 +19,8 @@ from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, ReplicaPool, episode_pin
-from topoeval.models.retry import CONTEXT_LIMIT, NON_RETRYABLE, PermanentError, TransientError, parse_retry_after, permanent_fix
-from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
+from topoeval.models.retry import NON_RETRYABLE, PermanentError, TransientError, bad_request, parse_retry_after, permanent_fix
+from topoeval.core.policy import EpisodeContext, SamplingParams
 
 try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
     import orjson
@@ -107,14 +107,17 @@ class DirectPolicy(ChatPolicy):
 
     def _refused(self, status: int, raw: bytes) -> Exception:
         """A 4xx answer (not 408/429) as the exception the runner and the preflight act on."""
+        code = None
         try:
             error = _loads(raw).get("error")
             detail = error.get("message") if isinstance(error, dict) else (error or raw.decode(errors="replace"))
+            code = error.get("code") if isinstance(error, dict) else None
         except (ValueError, AttributeError, TypeError):
             detail = raw.decode(errors="replace")
-        detail = " ".join(str(detail).split())[:200]
-        if status == 400 and CONTEXT_LIMIT.search(detail):
-            return ContextLimitError(f"HTTP 400: {detail}")
+        detail = " ".join(str(detail).split())[:300]
+        if status == 400:
+            return bad_request(detail, code if isinstance(code, str) else None,
+                               fix=permanent_fix(400, self.key_hint(), self.options.api_base))
         if status in NON_RETRYABLE:
             return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}: {detail})", status=status,
                                   fix=permanent_fix(status, self.key_hint(), self.options.api_base))

@@ -14,8 +14,8 @@ from topoeval.core.messages import AssistantMessage
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, episode_pin
-from topoeval.models.retry import (CONTEXT_LIMIT, MISSING_CREDENTIALS, NON_RETRYABLE, PermanentError, TransientError,
-                                   parse_retry_after, permanent_fix)
+from topoeval.models.retry import (CONTEXT_LIMIT, MISSING_CREDENTIALS, NON_RETRYABLE, PermanentError, RefusalError,
+                                   TransientError, bad_request, parse_retry_after, permanent_fix)
 from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
 
 _TRANSIENT_NAMES = {
@@ -119,15 +119,21 @@ def _usage(response) -> dict[str, Any]:
 
 def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str | None = None) -> Exception:
     """litellm's exception as TransientError when retrying may help, PermanentError when it cannot,
-    ContextLimitError when the conversation outgrew the model; else unchanged."""
+    ContextLimitError when the conversation outgrew the model, RefusalError when the provider's
+    content policy blocked it (a 400 is read by its body: :func:`topoeval.models.retry.bad_request`);
+    else unchanged."""
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     name = type(exc).__name__
     text = " ".join(str(exc).split())
     if name == "ContextWindowExceededError" or (status == 400 and CONTEXT_LIMIT.search(text)):
         return ContextLimitError(f"{name}: {text[:300]}")
+    if name == "ContentPolicyViolationError":
+        return RefusalError(f"{name}: {text[:300]}", detail=text[:300])
     if MISSING_CREDENTIALS.search(text):  # litellm reports a missing key as a 500
         return PermanentError("no API key was given", fix=permanent_fix(None, key_hint()))
+    if status == 400:  # read by its body: a refusal, or a request the server rejected
+        return bad_request(f"{name}: {text}", fix=permanent_fix(400, key_hint(), api_base))
     if status in NON_RETRYABLE:
         return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}, {name}: {text[:200]})", status=status,
                               fix=permanent_fix(status, key_hint(), api_base))

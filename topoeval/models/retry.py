@@ -5,8 +5,12 @@ Retry-After.
 - :class:`PermanentError` — retrying cannot fix it: a malformed request (400), missing or rejected
   credentials (401, 403, or no key at all), an unknown model or endpoint (404). Never retried; a
   model's preflight request turns it into one line naming the model and the fix.
-- a 400 that says the conversation outgrew the context window is the model's own limit
-  (:class:`topoeval.core.policy.ContextLimitError`), not a failure.
+- a 400 is read by its body (:func:`bad_request`): one that says the conversation outgrew the
+  context window is the model's own limit (:class:`topoeval.core.policy.ContextLimitError`); one
+  that says the provider's content policy blocked it is the model's refusal
+  (:class:`RefusalError`, which the policy turns into the model's answer, scored); any other is a
+  request topoeval built and the server rejected (:class:`BadRequestError`): a harness bug, never
+  retried, which ends the run with one line naming the request error.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ import random
 import re
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from topoeval.core.errors import UserError
+from topoeval.core.policy import ContextLimitError, RefusalError
+
 
 T = TypeVar("T")
 
@@ -42,6 +50,13 @@ class PermanentError(Exception):
         self.fix = fix
 
 
+class BadRequestError(PermanentError, UserError):
+    """An HTTP 400 that is neither a context overflow nor a content-policy refusal: a request
+    topoeval built was rejected — a harness bug, or a server that does not take this request.
+    Never retried; being a :class:`UserError`, it ends the run with its one line (finished
+    episodes are kept) instead of being recorded as an infrastructure error to retry."""
+
+
 #: HTTP statuses never retried, and what each says about the request.
 NON_RETRYABLE = {400: "the request was rejected as malformed", 401: "the credentials were rejected",
                  403: "the credentials were refused access", 404: "the model or endpoint was not found"}
@@ -51,6 +66,32 @@ MISSING_CREDENTIALS = re.compile(
 #: How servers say that the conversation outgrew the context window (OpenAI, vLLM, llama.cpp, SGLang).
 CONTEXT_LIMIT = re.compile(
     r"context[ _]?(length|window)|maximum context|exceeds? the (context|maximum)|prompt is too long|too many tokens", re.I)
+
+
+#: How providers say their content policy blocked a request or its reply: OpenAI (code
+#: content_policy_violation, "our safety system"), Azure OpenAI (code content_filter, "content management
+#: policy"), litellm's ContentPolicyViolationError, moderation layers in front of vLLM.
+CONTENT_POLICY = re.compile(
+    r"content[ _-]?(policy|filter|management)|safety system|ContentPolicyViolation|flagged by (the )?moderation", re.I)
+#: Error codes in an OpenAI-style body that mean the same.
+CONTENT_POLICY_CODES = frozenset({"content_policy_violation", "content_filter", "content_filtered"})
+
+
+#: What a rejected request's one line ends with.
+BAD_REQUEST_REPORT = "if the request is right, it is a topoeval bug: please report it with the run folder"
+
+
+def bad_request(detail: str, code: str | None = None, fix: str = "") -> Exception:
+    """An HTTP 400 by its body: ContextLimitError (the model's limit), RefusalError (its refusal),
+    or BadRequestError (a rejected request: one line, never retried)."""
+    detail = " ".join(str(detail).split())
+    if CONTEXT_LIMIT.search(detail):
+        return ContextLimitError(f"HTTP 400: {detail[:300]}")
+    if (code or "").lower() in CONTENT_POLICY_CODES or CONTENT_POLICY.search(detail):
+        return RefusalError(f"HTTP 400: {detail[:300]}", detail=detail[:300])
+    fix = f"{fix}; " if fix else ""
+    return BadRequestError(f"the server rejected a request topoeval built (HTTP 400: {detail[:200]}), not retried: "
+                           f"{fix}{BAD_REQUEST_REPORT}", status=400, fix=BAD_REQUEST_REPORT)
 
 
 def permanent_fix(status: int | None, key_hint: str, api_base: str | None = None) -> str:

@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from topoeval.core.errors import UserError
-from topoeval.core.messages import AssistantMessage, ToolCall
-from topoeval.core.policy import ContextLimitError, EpisodeContext, Policy, SamplingParams
+from topoeval.core.messages import AssistantMessage, ToolCall, final
+from topoeval.core.policy import REFUSAL_PREFIX, ContextLimitError, EpisodeContext, Policy, RefusalError, SamplingParams
 from topoeval.protocol.schema import Limits
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
 from topoeval.metrics.scoring import score_episode
@@ -217,6 +217,8 @@ async def run_episode(
             except ContextLimitError:  # the conversation outgrew the model: its own outcome, scored
                 state.status = "limit:context_window"
                 break
+            except RefusalError as exc:  # the provider's content policy blocked it: the model's answer, scored
+                reply = final(REFUSAL_PREFIX + (exc.detail or str(exc)))
             except Exception as exc:  # backend failure after its own retries: record, do not drop
                 state.fail(f"policy: {type(exc).__name__}: {exc}")
                 break
