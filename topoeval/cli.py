@@ -330,9 +330,11 @@ def export(
     typer.echo(f"wrote {path}")
 
 
+from topoeval.commands.sweep import sweep  # noqa: E402
 from topoeval.commands.train import train  # noqa: E402
 
 app.command("train")(train)
+app.command("sweep")(sweep)
 
 
 @app.command("serve-openenv")

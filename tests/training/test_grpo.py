@@ -181,3 +181,28 @@ def test_a_shipped_gguf_lora_reads_back_into_peft_as_llama_cpp_reads_it():
         pytest.skip("llama-cpp-python's binding is not installed")
     # q/k rows left in llama.cpp's rotary order would give a correlation far below this
     assert agreement["correlation"] > 0.95 and agreement["mean_abs_change_transformers"] > 0.3
+
+
+def test_checkpoints_become_adapter_models_for_a_sweep(grpo_run, tmp_path, monkeypatch):
+    from topoeval.models.adapters import adapter_path
+    from topoeval.training.checkpoints import checkpoint_points, read_record
+    from topoeval.training.lora_gguf import converter_dir
+
+    try:
+        converter_dir(fetch=False)
+    except UserError as exc:
+        pytest.skip(f"llama.cpp's converter is not cached (make install fetches it): {exc}")
+    _, result = grpo_run
+    record, path = read_record(result.record_path.parent)
+    assert path == result.record_path
+    points = checkpoint_points(record, tmp_path / "adapters", every=2)
+    # step 0 is the start (init base: the base model); every 2nd checkpoint and the last
+    assert [(p.step, p.model) for p in points] == [(0, "smollm2-135m"), (2, "smollm2-135m-wiki-grpo-step2"),
+                                                   (3, "smollm2-135m-wiki-grpo-step3")]
+    monkeypatch.setenv("TOPOEVAL_ADAPTERS", str(tmp_path / "adapters"))
+    meta = json.loads((tmp_path / "adapters" / "smollm2-135m-wiki-grpo-step3.json").read_text())
+    assert adapter_path("smollm2-135m-wiki-grpo-step3").endswith("step3.gguf") and meta["step"] == 3
+    mtime = (tmp_path / "adapters" / "smollm2-135m-wiki-grpo-step3.gguf").stat().st_mtime_ns
+    checkpoint_points(record, tmp_path / "adapters")  # converted once: the same checkpoint is not converted again
+    assert (tmp_path / "adapters" / "smollm2-135m-wiki-grpo-step3.gguf").stat().st_mtime_ns == mtime
+    assert (tmp_path / "adapters" / "smollm2-135m-wiki-grpo-step1.gguf").is_file()

@@ -1,0 +1,62 @@
+"""Transfer over training: a checkpoint sweep's curves from one run's cells.
+
+A sweep evaluates the checkpoints of one training run (one model per checkpoint, ``step`` the
+optimizer step it was saved at; step 0 is the policy training started from) in one run folder.
+:func:`sweep_curves` reads that run's summary and gives, for each topology of the protocol (ID, each
+OOD test, each ladder step, in the protocol's order) and each metric (``success``, ``dq``), the
+curve against the step: mean, bootstrap 95 % CI over tasks and n, as the run's cells have them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+SCHEMA = "topoeval.sweep/1"
+METRICS = ("success", "dq")
+
+
+class SweepPoint(BaseModel):
+    """One checkpoint of the training run, as a model the run evaluates."""
+
+    step: int = Field(description="Optimizer step the checkpoint was saved at (0: the policy training started from).")
+    model: str = Field(description="Model string the run evaluates for it (an adapter name, or any model).")
+
+
+def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: str = "0-shot",
+                 training: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The sweep's summary (schema :data:`SCHEMA`): per topology and metric, the curve over ``points``."""
+    cells = {(c["model"], c["topology"]): c for c in summary["cells"] if c["baseline"] == baseline}
+    topologies: list[tuple[str, str]] = []
+    for c in summary["cells"]:
+        key = (c["topology"], c["role"])
+        if c["baseline"] == baseline and key not in topologies:
+            topologies.append(key)
+    curves = []
+    for topology, role in topologies:
+        entry: dict[str, Any] = {"topology": topology, "role": role}
+        for metric in METRICS:
+            series = []
+            for p in sorted(points, key=lambda p: p.step):
+                m = ((cells.get((p.model, topology)) or {}).get("metrics") or {}).get(metric) or {}
+                series.append({"step": p.step, "model": p.model, "mean": m.get("mean"), "ci95": m.get("ci95"),
+                               "n": m.get("n", 0)})
+            entry[metric] = series
+        curves.append(entry)
+    return {"schema": SCHEMA, "protocol": summary["protocol"], "run_id": summary.get("run_id"), "baseline": baseline,
+            "points": [p.model_dump() for p in sorted(points, key=lambda p: p.step)], "training": training or {},
+            "curves": curves, "peaks": _peaks(curves)}
+
+
+def _peaks(curves: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each topology and metric: the step of the highest mean, and the last point's mean."""
+    out = []
+    for c in curves:
+        for metric in METRICS:
+            pts = [p for p in c[metric] if p["mean"] is not None]
+            if pts:
+                best = max(pts, key=lambda p: p["mean"])
+                out.append({"topology": c["topology"], "role": c["role"], "metric": metric, "peak_step": best["step"],
+                            "peak": best["mean"], "first": pts[0]["mean"], "last": pts[-1]["mean"]})
+    return out

@@ -1,0 +1,82 @@
+"""A checkpoint sweep shown to a person: the curves' plot, report.md and report.html."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+PLOT = "sweep.png"
+
+
+def _fmt(p: dict[str, Any]) -> str:
+    if p["mean"] is None:
+        return "—"
+    lo, hi = p["ci95"] or (None, None)
+    return f"{p['mean']:.2f} [{lo:.2f}, {hi:.2f}]" if lo is not None else f"{p['mean']:.2f}"
+
+
+def sweep_table(sweep: dict[str, Any]) -> list[list[str]]:
+    """Header and rows: one row per checkpoint, success and dq (mean [95 % CI]) per topology."""
+    header = ["step", "model"] + [f"{c['topology']} ({c['role']}) {m}" for c in sweep["curves"] for m in ("success", "dq")]
+    rows = []
+    for i, point in enumerate(sweep["points"]):
+        rows.append([str(point["step"]), point["model"]]
+                    + [_fmt(c[m][i]) for c in sweep["curves"] for m in ("success", "dq")])
+    return [header, *rows]
+
+
+def plot_sweep(sweep: dict[str, Any], path: Path) -> Path:
+    """Success and dq against the step, one line per topology, CI bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, metric in zip(axes, ("success", "dq")):
+        for c in sweep["curves"]:
+            pts = [p for p in c[metric] if p["mean"] is not None]
+            if not pts:
+                continue
+            xs = [p["step"] for p in pts]
+            line, = ax.plot(xs, [p["mean"] for p in pts], marker="o", label=f"{c['topology']} ({c['role']})",
+                            linestyle="-" if c["role"] == "id" else "--")
+            if all(p["ci95"] for p in pts):
+                ax.fill_between(xs, [p["ci95"][0] for p in pts], [p["ci95"][1] for p in pts], alpha=0.15,
+                                color=line.get_color())
+        ax.set_xlabel("training step")
+        ax.set_ylabel(metric)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{metric} over training ({sweep['baseline']})")
+        ax.legend(fontsize=8)
+    model = (sweep.get("training") or {}).get("model", "")
+    fig.suptitle(f"{sweep['protocol']}: transfer over training {model}".strip())
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
+    """``sweep.png``, ``report.md`` and ``report.html`` in ``out``."""
+    plot = plot_sweep(sweep, out / PLOT)
+    table = sweep_table(sweep)
+    t = sweep.get("training") or {}
+    intro = (f"Checkpoints of `{t.get('model', '?')}` ({t.get('method', '?')}, every {t.get('every', '?')} steps) on "
+             f"`{sweep['protocol']}`, baseline {sweep['baseline']}; mean [bootstrap 95 % CI over tasks]. "
+             f"Run folder: `{sweep.get('run_dir', '')}`.")
+    peaks = [f"- {p['topology']} ({p['role']}) {p['metric']}: {p['first']:.2f} at the start, peak {p['peak']:.2f} at "
+             f"step {p['peak_step']}, {p['last']:.2f} at the end" for p in sweep["peaks"]]
+    md = [f"# Transfer over training: {sweep['protocol']}", "", intro, "", f"![curves]({PLOT})", "",
+          "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
+    md += ["| " + " | ".join(r) + " |" for r in table[1:]] + ["", *peaks, ""]
+    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in table[1:])
+    page = (f"<!doctype html><meta charset='utf-8'><title>sweep {html.escape(sweep['protocol'])}</title>"
+            f"<h1>Transfer over training: {html.escape(sweep['protocol'])}</h1><p>{html.escape(intro)}</p>"
+            f"<img src='{PLOT}' alt='curves'><table border='1' cellspacing='0' cellpadding='3'><tr>"
+            + "".join(f"<th>{html.escape(h)}</th>" for h in table[0]) + f"</tr>{cells}</table><ul>"
+            + "".join(f"<li>{html.escape(p[2:])}</li>" for p in peaks) + "</ul>")
+    (out / "report.html").write_text(page, encoding="utf-8")
+    return [plot, out / "report.md", out / "report.html"]
