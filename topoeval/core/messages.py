@@ -45,6 +45,37 @@ class AssistantMessage(BaseModel):
             msg["tool_calls"] = [c.openai() for c in self.tool_calls]
         return msg
 
+    @classmethod
+    def from_openai(cls, message: Any, usage: dict[str, Any] | None = None, id_template: str = "call_{i}") -> "AssistantMessage":
+        """The one reader of an OpenAI-format assistant message: a ``choices[0].message`` dict (or an
+        object with the same attributes, as adapters' message classes are), plus ``usage``.
+
+        A call is ``{"id", "function": {"name", "arguments"}}`` or flat ``{"id", "name", "arguments"}``;
+        arguments given as an object are serialised, missing or empty ones are ``"{}"``; a call without
+        an id gets ``id_template`` filled with its index (``""``: left for the caller to assign). Content
+        given as parts is joined. Nothing here raises on a malformed call: the runner validates them.
+        """
+        calls = []
+        for i, call in enumerate(_get(message, "tool_calls") or []):
+            fn = _get(call, "function") or call
+            args = _get(fn, "arguments")
+            if args is not None and not isinstance(args, str):
+                args = json.dumps(args, ensure_ascii=False)
+            calls.append(ToolCall(id=_get(call, "id") or id_template.format(i=i), name=_get(fn, "name") or "",
+                                  arguments=args or "{}"))
+        content = _get(message, "content")
+        if isinstance(content, list):  # content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        usage = usage or {}
+        return cls(content=content, tool_calls=calls,
+                   usage=Usage(prompt_tokens=usage.get("prompt_tokens") or 0,
+                               completion_tokens=usage.get("completion_tokens") or 0))
+
+
+def _get(obj: Any, key: str) -> Any:
+    """``obj[key]`` of a dict, else the attribute (None when absent)."""
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
 
 def final(text: str) -> AssistantMessage:
     """An assistant turn that ends the episode with ``text`` as the answer."""

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from topoeval.core.errors import UserError
-from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.core.messages import AssistantMessage
 from topoeval.integrations.topology_tasks import TopologyTasks, load_topology_tasks
 
 try:
@@ -60,9 +59,7 @@ class TopoevalAction(Action):
     content: str | None = Field(default=None, description="Text of the turn; the final answer when there are no calls.")
 
     def assistant_message(self) -> AssistantMessage:
-        calls = [ToolCall(id=c.id or "", name=c.name, arguments=c.arguments if isinstance(c.arguments, str)
-                          else json.dumps(c.arguments, ensure_ascii=False)) for c in self.tool_calls]
-        return AssistantMessage(content=self.content, tool_calls=calls)
+        return AssistantMessage.from_openai(self, id_template="")  # the env numbers calls without an id
 
 
 class TopoevalObservation(Observation):

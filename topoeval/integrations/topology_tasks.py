@@ -12,11 +12,10 @@ adapter's reward equals the evaluation's score for the same messages, limits inc
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from topoeval.core.messages import AssistantMessage, ToolCall
+from topoeval.core.messages import AssistantMessage
 from topoeval.core.suite import Effect, Task, ToolSpec
 from topoeval.protocol.schema import Limits, Protocol
 from topoeval.protocol.topology import ResolvedTopology
@@ -48,16 +47,7 @@ def annotated_tool(spec: ToolSpec) -> dict[str, Any]:
 
 def assistant_from_openai(message: dict[str, Any]) -> AssistantMessage:
     """An OpenAI-format assistant message (``arguments`` a JSON string or an object) as topoeval's."""
-    calls = []
-    for i, call in enumerate(message.get("tool_calls") or []):
-        fn = call.get("function", call)
-        args = fn.get("arguments")
-        raw = args if isinstance(args, str) else json.dumps({} if args is None else args, ensure_ascii=False)
-        calls.append(ToolCall(id=call.get("id") or f"call_{i}", name=fn.get("name") or "", arguments=raw))
-    content = message.get("content")
-    if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return AssistantMessage(content=content, tool_calls=calls)
+    return AssistantMessage.from_openai(message)
 
 
 @dataclass(frozen=True)

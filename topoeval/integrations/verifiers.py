@@ -105,9 +105,7 @@ def _tasks(data: TopoevalData) -> TopologyTasks:
 
 
 def _reply(message: Any) -> AssistantMessage:
-    calls = [ToolCall(id=c.id or f"call_{i}", name=c.name or "", arguments=c.arguments or "{}")
-             for i, c in enumerate(getattr(message, "tool_calls", None) or [])]
-    return AssistantMessage(content=getattr(message, "content", None), tool_calls=calls)
+    return AssistantMessage.from_openai(message)
 
 
 class TopoevalToolsetConfig(vf.ToolsetConfig):

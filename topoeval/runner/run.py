@@ -99,14 +99,18 @@ def loop_factory():
     return uvloop.new_event_loop
 
 
-async def arun_episodes(config: RunConfig, *, done: Collection[str] = (), plan_only: bool = False) -> EpisodeRun:
-    """The episode phase of :func:`topoeval.run_protocol` (see there, and :class:`RunConfig`).
+async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[str | Policy] | tuple = (),
+                        out: str | Path | None = None, *, done: Collection[str] = (), plan_only: bool = False,
+                        **settings: Any) -> EpisodeRun:
+    """The episode phase of :func:`topoeval.run_protocol` (see there, and :class:`RunConfig`): a
+    RunConfig, or the protocol, models, out and settings it is built from.
 
     ``config.shard``: run only the keys this shard owns, appending to its own episode file (see
     :mod:`topoeval.runner.shards`); ``done``: keys finished elsewhere (a Ray task's driver folder),
     not run again; ``plan_only``: write run.json and plan.json, check the models, run nothing.
     """
     t0 = time.perf_counter()
+    config = RunConfig.build(config, models, out, **settings)
     registry = SuiteRegistry(config.suites_dirs)
     protocol = config.protocol if isinstance(config.protocol, Protocol) else load_protocol(config.protocol, registry)
     protocol = config.effective_protocol(protocol)
