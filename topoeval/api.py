@@ -26,7 +26,8 @@ from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun
 from topoeval.runner.shards import MissingEpisodes, Shard, append_missing, combine, write_episodes, write_plan
 from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
-__all__ = ["RunResult", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "ContaminationWarning",
+__all__ = ["RunResult", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "compare_runs",
+           "sensitivity_matrix", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
 
 
@@ -202,3 +203,36 @@ def summarise_run(run: EpisodeRun) -> RunResult:
     finish_run(run)
     return RunResult(run_dir=run.run_dir, summary=summary, new_episodes=run.new_episodes,
                      reused_episodes=run.reused_episodes, errors=run.errors, timing=timing)
+
+
+def compare_runs(run_dirs: list[str | Path]) -> dict[str, Any]:
+    """Several runs of one protocol side by side: ``{"protocol", "cells", "notes"}``, each cell's model
+    labelled ``model (run folder)`` and ties marked across the runs by the one tie rule. Runs of
+    different protocols are a one-line UserError; different task sets are a note (ties then compare
+    unlike samples)."""
+    from topoeval.analysis.stats import mark_ties
+    from topoeval.runner.store import read_json
+
+    dirs = [Path(d) for d in run_dirs]
+    if not dirs:
+        raise UserError("compare needs at least one run folder")
+    summaries = [read_json(d / "summary.json") for d in dirs]
+    protocols = {s["protocol"] for s in summaries}
+    if len(protocols) > 1:
+        raise UserError(f"runs of different protocols cannot be compared: {', '.join(sorted(protocols))}")
+    cells = [{**c, "model": f"{c['model']} ({d.name})"} for d, s in zip(dirs, summaries) for c in s["cells"]]
+    mark_ties(cells)
+    notes = []
+    if len({s.get("task_set_sha256") for s in summaries}) > 1:
+        notes.append("the runs used different task sets (task_set_sha256 differs); ties compare unlike samples")
+    return {"protocol": summaries[0]["protocol"], "cells": cells, "notes": notes}
+
+
+def sensitivity_matrix(target: Any, n_tasks: int) -> dict[str, Any]:
+    """The sensitivity matrix of one target (:mod:`topoeval.analysis.sensitivity`): the reference
+    policies' episodes on ``n_tasks`` of its test tasks (run by the runner), then their matrix."""
+    from topoeval.analysis.sensitivity import POLICIES, build_matrix
+    from topoeval.runner.reference_runs import reference_scores, target_tasks
+
+    tasks = target_tasks(target, n_tasks)
+    return build_matrix(target, tasks, reference_scores(target, tasks, POLICIES))

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from topoeval.core.errors import ProtocolErrors, UserError
-from topoeval.core.choices import Executor, ToolMode
+from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
 
 app = typer.Typer(
     add_completion=False,
@@ -227,24 +227,14 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
 @app.command()
 def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of the same protocol.")]) -> None:
     """Put several runs of one protocol side by side (success per topology, ties marked)."""
-    from topoeval.analysis.stats import mark_ties
+    from topoeval.api import compare_runs
     from topoeval.report.tables import print_success_table
-    from topoeval.runner.store import read_json
 
-    summaries = [read_json(d / "summary.json") for d in run_dirs]
-    protocols = {s["protocol"] for s in summaries}
-    if len(protocols) > 1:
-        raise UserError(f"runs of different protocols cannot be compared: {', '.join(sorted(protocols))}")
-    task_sets = {s.get("task_set_sha256") for s in summaries}
-    cells = []
-    for d, s in zip(run_dirs, summaries):
-        for c in s["cells"]:
-            cells.append({**c, "model": f"{c['model']} ({d.name})"})
-    mark_ties(cells)
+    compared = compare_runs(run_dirs)
     console = _console()
-    print_success_table({"protocol": summaries[0]["protocol"], "cells": cells}, console)
-    if len(task_sets) > 1:
-        console.print("note: the runs used different task sets (task_set_sha256 differs); ties compare unlike samples")
+    print_success_table(compared, console)
+    for note in compared["notes"]:
+        console.print(f"note: {note}")
 
 
 @app.command()
@@ -259,7 +249,8 @@ def sensitivity(
 ) -> None:
     """Run the reference policies and print the metrics' sensitivity matrix of every suite (or protocol
     test topology) alone; exit 1 if any misses the bar."""
-    from topoeval.analysis.sensitivity import bar_violations, protocol_targets, run_matrix, suite_target
+    from topoeval.analysis.sensitivity import bar_violations, protocol_targets, suite_target
+    from topoeval.api import sensitivity_matrix
     from topoeval.protocol.discovery import SuiteRegistry
     from topoeval.report.tables import print_sensitivity
 
@@ -276,7 +267,7 @@ def sensitivity(
     missed = False
     for target in targets:
         try:
-            matrix = run_matrix(target, tasks)
+            matrix = sensitivity_matrix(target, tasks)
         except UserError as exc:  # e.g. a bridged suite with a fixed task set smaller than --tasks
             _console().print(f"[red]bar not checked on {target.name}:[/red] {exc}")
             missed = True

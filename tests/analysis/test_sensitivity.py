@@ -4,7 +4,8 @@ import subprocess
 
 import pytest
 
-from topoeval.analysis.sensitivity import FLAWS, QUIT_EARLY, bar_violations, protocol_targets, run_matrix, suite_target
+from topoeval.analysis.sensitivity import FLAWS, QUIT_EARLY, bar_violations, protocol_targets, suite_target
+from topoeval.api import sensitivity_matrix as run_matrix
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.loader import load_protocol
 

@@ -158,7 +158,8 @@ def test_unknown_domain_in_a_protocol_is_reported_with_its_line():
 def test_sensitivity_bar_on_an_agentdojo_topology_uses_its_whole_split():
     """The metrics' own test on banking's test split: asked for 100 tasks it takes the 5 there are,
     and the bar holds (reckless, no-ask and no-priority have nothing to break: no user, no trade-offs)."""
-    from topoeval.analysis.sensitivity import bar_violations, protocol_targets, run_matrix
+    from topoeval.analysis.sensitivity import bar_violations, protocol_targets
+    from topoeval.api import sensitivity_matrix as run_matrix
 
     registry = SuiteRegistry()
     target = next(t for t in protocol_targets(load_protocol("agentdojo_cross_domain", registry), registry)

@@ -350,7 +350,8 @@ def test_gold_dependencies_are_measured_by_commutation(modules, registry):
 def test_oracle_serial_lowers_parallelism_by_the_bar_on_bfcl_alone(registry):
     """`topoeval sensitivity --suite bfcl --tasks 20`'s parallelism row: measured 0.55 for
     oracle-serial (a 0.45 drop) on 11 of 20 tasks; it was 0.80 on 6 before the commutation test."""
-    from topoeval.analysis.sensitivity import bar_violations, run_matrix, suite_target
+    from topoeval.analysis.sensitivity import bar_violations, suite_target
+    from topoeval.api import sensitivity_matrix as run_matrix
 
     matrix = run_matrix(suite_target("bfcl", registry), 20)
     assert bar_violations(matrix) == []

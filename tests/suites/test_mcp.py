@@ -16,7 +16,8 @@ from pathlib import Path
 import mcp.types as types
 import pytest
 
-from topoeval.analysis.sensitivity import bar_violations, run_matrix, suite_target
+from topoeval.analysis.sensitivity import bar_violations, suite_target
+from topoeval.api import sensitivity_matrix as run_matrix
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall, calls, final
 from topoeval.core.policy import Policy, SamplingParams

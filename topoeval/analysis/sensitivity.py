@@ -1,6 +1,7 @@
 """The sensitivity matrix: the metrics' own test, on one suite or topology at a time.
 
-Reference policies run on generated tasks of one target (a suite with its default parameters,
+Reference policies run (by :mod:`topoeval.runner.reference_runs`; this module only reads their
+scores, and :func:`topoeval.api.sensitivity_matrix` puts the two together) on generated tasks of one target (a suite with its default parameters,
 or a test topology of a protocol, at the protocol's seed and limits); each flawed oracle breaks
 one decision-quality dimension on purpose. The bar, enforced by tests on fixed samples and by
 ``topoeval sensitivity`` (exit 1 when missed), holds on every target alone:
@@ -19,20 +20,15 @@ a meaning is reported as unchecked, not as passed.
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
-from topoeval.core.policy import SamplingParams
-from topoeval.core.suite import Suite
+from topoeval.core.suite import Task
 from topoeval.metrics.dimensions import DIMENSIONS
-from topoeval.policies.registry import make_policy
-from topoeval.protocol.discovery import SuiteRegistry
-from topoeval.protocol.schema import Limits
-from topoeval.protocol.topology import resolve
-from topoeval.runner.episode import run_episode
+# the targets and their episodes are the runner's (analysis reads scores, it runs nothing)
+from topoeval.runner.reference_runs import SUITE_LIMITS, Target, protocol_targets, suite_target
+
+__all__ = ["Target", "suite_target", "protocol_targets", "SUITE_LIMITS", "build_matrix", "bar_violations",
+           "void_flaws", "void_reason", "unchecked", "POLICIES", "FLAWS", "QUIT_EARLY", "COLUMNS"]
 
 #: Each flawed oracle and the dimension it must break.
 FLAWS = {
@@ -57,65 +53,20 @@ RANDOM_DIMENSION_AT_MOST = 0.25
 RANDOM_DQ_AT_MOST = 0.2
 #: How far above its coverage oracle-quit-early's parallelism and efficiency may go on a task.
 PROGRESS_SLACK = 0.05
-#: Limits for a bare suite (generous: the reference policies never need them).
-SUITE_LIMITS = Limits(max_turns=30, max_tool_calls=60)
 
 
-@dataclass
-class Target:
-    """One suite or topology the matrix is measured on."""
-
-    #: Shown in the table title: the suite name, or ``protocol/topology``.
-    name: str
-    suite: Suite
-    params: BaseModel
-    seed: int
-    limits: Limits
-
-
-def suite_target(name: str, registry: SuiteRegistry, seed: int = 0) -> Target:
-    """A suite with its default parameters."""
-    suite = registry.get(name)
-    return Target(name=name, suite=suite, params=suite.parse_params({}), seed=seed, limits=SUITE_LIMITS)
-
-
-def protocol_targets(protocol: Any, registry: SuiteRegistry) -> list[Target]:
-    """Every topology a protocol evaluates — its test topologies (ID, OOD) and ladder steps — at its
-    test seed and limits: the zero-shot cells the reference policies get in ``topoeval run``."""
-    out = []
-    for spec in [*protocol.test, *(s for s in protocol.ladder if s.suite is not None)]:
-        topo = resolve(spec, registry)
-        out.append(Target(name=f"{protocol.name}/{spec.name}", suite=topo.suite, params=topo.params,
-                          seed=protocol.tasks.test.seed, limits=protocol.limits))
-    return out
-
-
-def run_matrix(target: Target, n_tasks: int) -> dict[str, Any]:
-    """The reference policies on ``n_tasks`` test tasks of ``target`` (all of them when the
-    target's suite has a fixed set of tasks and its test split holds fewer: ``pool_size``).
+def build_matrix(target: Target, tasks: list[Task], scores: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The matrix of the reference policies' episode ``scores`` (policy -> one score dict per task of
+    ``tasks``, as :func:`topoeval.runner.reference_runs.reference_scores` returns them).
 
     Returns {"target", "tasks", "cells": {policy: {metric: {"mean", "n"}}}, "noop_successes",
     "quit_early_over": [task ids where its parallelism or efficiency exceeds coverage + slack]}.
     """
-    pool = target.suite.pool_size(target.params, "test")
-    tasks = target.suite.tasks(target.params, "test", target.seed, n_tasks if pool is None else min(n_tasks, pool))
-
-    async def scores(policy_name: str) -> list[dict[str, Any]]:
-        policy = make_policy(policy_name)
-        out = []
-        for task in tasks:
-            rec = await run_episode(
-                policy=policy, suite=target.suite, task=task, system_prompt="", demos=[], limits=target.limits,
-                sampling=SamplingParams(), sample=0, shots=0, labels={},
-            )
-            out.append(rec["scores"])
-        return out
-
     cells: dict[str, dict[str, dict[str, Any]]] = {}
     noop_successes = 0
     quit_early_over: list[str] = []
     for p in POLICIES:
-        rows = asyncio.run(scores(p))
+        rows = scores[p]
         if p == "noop":
             noop_successes = sum(1 for r in rows if r["success"])
         if p == QUIT_EARLY:
