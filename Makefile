@@ -105,7 +105,7 @@ TRAIN_N      ?= 300
 TRAIN_EPOCHS ?= 2
 TRAIN_ARGS   ?=
 train: $(STAMP)
-	$(BIN)/topoeval train $(PROTOCOL) --n $(TRAIN_N) --epochs $(TRAIN_EPOCHS) --out-dir adapters $(TRAIN_ARGS)
+	$(BIN)/topoeval train $(PROTOCOL) --tasks $(TRAIN_N) --epochs $(TRAIN_EPOCHS) --out-dir adapters $(TRAIN_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/throughput.py --rounds 16

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
 
 app = typer.Typer(
@@ -239,10 +240,10 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of 
 
 @app.command()
 def sensitivity(
+    protocol: Annotated[Optional[str], typer.Argument(
+        help="Check each test topology and ladder step of this protocol (its test seed and limits: the zero-shot "
+             "cells) instead of suites.")] = None,
     suite: Annotated[Optional[list[str]], typer.Option("--suite", help="Suite(s), each checked alone (default: all).")] = None,
-    protocol: Annotated[Optional[str], typer.Option(
-        help="Check each test topology and ladder step of this protocol instead (its test seed and limits: "
-             "the zero-shot cells).")] = None,
     tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
     seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
@@ -257,7 +258,7 @@ def sensitivity(
     registry = SuiteRegistry(suites_dir or ())
     if protocol is not None:
         if suite:
-            raise UserError("give --suite or --protocol, not both")
+            raise UserError("give a PROTOCOL or --suite, not both")
         from topoeval.protocol.loader import load_protocol
 
         targets = protocol_targets(load_protocol(protocol, registry), registry)
@@ -283,12 +284,12 @@ def sensitivity(
 def export(
     protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name, or a suite name.")],
     out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and topoeval_export.json).")],
-    split: Annotated[str, typer.Option(help="train | dev | test | fewshot.")] = "train",
-    n: Annotated[Optional[int], typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
+    split: Annotated[Split, typer.Option(help="The task split to write.")] = Split.train,
+    tasks: Annotated[Optional[int], typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
     topology: Annotated[Optional[str], typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
     seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,
-    format: Annotated[str, typer.Option(
-        "--format", help="rl: tasks for RL trainers; sft: successful conversations for fine-tuning.")] = "rl",
+    format: Annotated[ExportFormat, typer.Option(
+        "--format", help="rl: tasks for RL trainers; sft: successful conversations for fine-tuning.")] = ExportFormat.rl,
     policy: Annotated[str, typer.Option(
         help="--format sft: the model whose successful episodes on the split are kept ('none': only --from-run).")] = "oracle",
     from_run: Annotated[Optional[list[Path]], typer.Option(
@@ -297,27 +298,23 @@ def export(
 ) -> None:
     """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns), or
     successful conversations for supervised fine-tuning (--format sft; docs/training.md)."""
-    if split not in ("train", "dev", "test", "fewshot"):
-        raise UserError(f"--split must be train, dev, test or fewshot, not '{split}'")
-    if format == "sft":
+    if format == ExportFormat.sft:
         import json
 
         from topoeval.training.sft_data import SFT_FILE, export_sft
 
-        manifest = export_sft(protocol, out, split=split, n=n, topology=topology, seed=seed,
+        manifest = export_sft(protocol, out, split=split.value, n=tasks, topology=topology, seed=seed,
                               policy=None if policy == "none" else policy, from_runs=from_run or (),
                               suites_dirs=suites_dir or ())
         typer.echo(f"wrote {Path(out) / SFT_FILE}: {manifest['conversations']} conversations "
                    f"({', '.join(f'{k}: {v}' for k, v in manifest['conversations_by_split'].items())} split); "
                    f"sources {json.dumps(manifest['sources'])}")
         return
-    if format != "rl":
-        raise UserError(f"--format must be rl or sft, not '{format}'")
     if policy != "oracle" or from_run:
         raise UserError("--policy and --from-run go with --format sft")
     from topoeval.training.export import export_tasks
 
-    path = export_tasks(protocol, out, split=split, n=n, topology=topology, seed=seed, suites_dirs=suites_dir or ())
+    path = export_tasks(protocol, out, split=split.value, n=tasks, topology=topology, seed=seed, suites_dirs=suites_dir or ())
     typer.echo(f"wrote {path}")
 
 
@@ -330,11 +327,11 @@ app.command("sweep")(sweep)
 
 @app.command("serve-openenv")
 def serve_openenv(
+    protocol: Annotated[str, typer.Argument(help="Default protocol of a reset (or a suite name).")] = "wiki_to_travel",
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-    protocol: Annotated[str, typer.Option(help="Default protocol of a reset (or a suite name).")] = "wiki_to_travel",
     topology: Annotated[Optional[str], typer.Option(help="Default topology (default: the protocol's train topology).")] = None,
-    split: Annotated[str, typer.Option(help="Default split: train | dev | test | fewshot.")] = "train",
+    split: Annotated[Split, typer.Option(help="Default split of a reset.")] = Split.train,
     metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
     suites_dir: SuitesDir = None,
@@ -343,7 +340,7 @@ def serve_openenv(
     from topoeval.integrations.openenv import serve
 
     typer.echo(f"OpenEnv server on http://{host}:{port} (WebSocket /ws, /schema, /health); Ctrl-C stops it", err=True)
-    serve(host=host, port=port, protocol=protocol, topology=topology, split=split, metric=metric,
+    serve(host=host, port=port, protocol=protocol, topology=topology, split=split.value, metric=metric,
           max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()))
 
 
@@ -367,7 +364,7 @@ def serve_model(
 def serve_mcp(
     target: Annotated[str, typer.Argument(help="A suite name, or a protocol (name or YAML path).")],
     topology: Annotated[Optional[str], typer.Option(help="The protocol's topology (default: its train topology).")] = None,
-    split: Annotated[str, typer.Option(help="train | dev | test | fewshot.")] = "test",
+    split: Annotated[Split, typer.Option(help="The task's split.")] = Split.test,
     index: Annotated[Optional[int], typer.Option(min=0, help="Task index in the split (default 0).")] = None,
     task_id: Annotated[Optional[str], typer.Option(help="The task's id, e.g. travel/test/3-1a2b3c4d (instead of --index).")] = None,
     suites_dir: SuitesDir = None,
@@ -378,7 +375,7 @@ def serve_mcp(
 
     if index is not None and task_id is not None:
         raise UserError("give --index or --task-id, not both")
-    serve(target, topology=topology, split=split, index=index, task_id=task_id,
+    serve(target, topology=topology, split=split.value, index=index, task_id=task_id,
           suites_dirs=tuple(str(d) for d in suites_dir or ()))
 
 
@@ -387,7 +384,8 @@ def publish(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run folders to publish.")],
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
     private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
-    dry_run: Annotated[Optional[Path], typer.Option(help="Write the folder that would be uploaded here instead.")] = None,
+    dry_run: Annotated[bool, typer.Option(help="Write the folder that would be uploaded (into --out) instead.")] = False,
+    out: Annotated[Optional[Path], typer.Option(help="With --dry-run: the folder to write.")] = None,
     offline: Annotated[bool, typer.Option(help="With --dry-run: do not read the repo's current results.")] = False,
     endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: huggingface_hub's, HF_ENDPOINT).")] = None,
     episodes: Annotated[bool, typer.Option(help="Include the per-episode config.")] = True,
@@ -395,9 +393,12 @@ def publish(
     """Publish runs as a Hub dataset (results + latest + episodes + card), merging with the repo's rows."""
     from topoeval.publish import publish as do_publish
 
-    if offline and dry_run is None:
-        raise UserError("--offline only goes with --dry-run (an upload needs the Hub)")
-    done = do_publish([str(d) for d in run_dirs], repo, private=private, dry_run=dry_run, offline=offline,
+    if dry_run and out is None:  # `--dry-run DIR` (its old spelling) leaves DIR among the run folders
+        last = run_dirs[-1] if len(run_dirs) > 1 and not (run_dirs[-1] / "run.json").exists() else "DIR"
+        raise UserError(f"--dry-run is a flag; the folder it writes is --out (did you mean --dry-run --out {last}?)")
+    if (offline or out is not None) and not dry_run:
+        raise UserError("--out and --offline only go with --dry-run (an upload needs the Hub)")
+    done = do_publish([str(d) for d in run_dirs], repo, private=private, dry_run=out, offline=offline,
                       endpoint=endpoint, episodes=episodes)
     where = f"wrote {done['folder']}" if not done["uploaded"] else f"uploaded to {repo} (commit {done['commit']})"
     typer.echo(f"{where}: {len(done['files'])} files, merged with {done['merged_rows']} existing result rows")
@@ -414,6 +415,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        check_spellings(sys.argv[1:])
         rc = app(standalone_mode=False)
         if rc == 130:  # typer turns KeyboardInterrupt into exit code 130
             _interrupted()
@@ -430,30 +432,17 @@ def main() -> None:
         _interrupted()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # usage errors (unknown option, missing argument, bad value) and the like
-        usage_errors, aborts = _click_exceptions()
-        if isinstance(exc, usage_errors):
-            exc.show()  # typer's usage line, its --help hint, then "Error: <message>"
-            sys.exit(exc.exit_code)
-        if isinstance(exc, aborts):
-            _interrupted()
-        raise
+    except typer.Abort:
+        _interrupted()
+    except _click_exception() as exc:  # usage errors (unknown option, missing argument, bad value)
+        exc.show()  # typer's usage line, its --help hint, then "Error: <message>"
+        sys.exit(exc.exit_code)
 
 
-def _click_exceptions() -> tuple[tuple[type, ...], tuple[type, ...]]:
-    """(usage-error classes, abort classes) of the click that typer runs on: typer >= 0.22 vendors
-    its own copy as ``typer._click`` (whose classes are not ``click``'s), older typer uses click."""
-    import importlib
-
-    usage, aborts = [], [getattr(typer, "Abort", None)]
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        usage.append(module.ClickException)
-        aborts.append(getattr(module, "Abort", None))
-    return tuple(usage), tuple(a for a in aborts if isinstance(a, type))
+def _click_exception() -> type:
+    """The click exception class behind typer's public ``BadParameter`` (typer >= 0.22 runs on its
+    own copy of click, older typer on click itself): found from that public class, not by module."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def _interrupted() -> None:

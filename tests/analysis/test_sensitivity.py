@@ -82,14 +82,14 @@ def test_cli_prints_one_matrix_per_suite(topoeval_cmd):
 
 
 def test_cli_checks_every_topology_a_protocol_evaluates(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "sensitivity", "--protocol", "wiki_to_travel_ladder", "--tasks", "15"],
+    proc = subprocess.run([*topoeval_cmd, "sensitivity", "wiki_to_travel_ladder", "--tasks", "15"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for topology in ("wiki", "travel", "wiki-renamed", "travel-no-user", "travel-user", "travel-irreversible"):
         assert f"bar met on wiki_to_travel_ladder/{topology}:" in proc.stdout, topology
     # on a flat ordering, "treat the constraints as flat" is what the oracle does: said, not failed
     assert "cannot check priority: with ordering flat, oracle-no-priority is no flaw" in proc.stdout
-    proc = subprocess.run([*topoeval_cmd, "sensitivity", "--protocol", "wiki_to_travel", "--suite", "wiki"],
+    proc = subprocess.run([*topoeval_cmd, "sensitivity", "wiki_to_travel", "--suite", "wiki"],
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "not both" in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
 

@@ -94,7 +94,7 @@ def test_cli_uploads_with_the_env_token_and_never_shows_it(runs, tmp_path, topoe
         assert all(TOKEN.encode() not in r["body"] for r in hub.requests)
         out = tmp_path / "dry"
         dry = subprocess.run([*topoeval_cmd, "publish", str(runs[0]), "--repo", "org/board", "--endpoint", hub.url,
-                              "--dry-run", str(out)], capture_output=True, text=True, env=env)
+                              "--dry-run", "--out", str(out)], capture_output=True, text=True, env=env)
         assert dry.returncode == 0 and "merged with" in dry.stdout
     for text in (proc.stdout, proc.stderr, dry.stdout, dry.stderr):
         assert TOKEN not in text

@@ -13,7 +13,7 @@ from topoeval.training.export import export_tasks
 
 def test_export_loads_with_datasets_and_rewards_its_own_answers(tmp_path, topoeval_cmd):
     out = tmp_path / "exp"
-    proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--split", "train", "--n", "12", "--out", str(out)],
+    proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--split", "train", "--tasks", "12", "--out", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     ds = datasets.load_dataset("parquet", data_files=str(out / "train.parquet"), split="train")
@@ -61,7 +61,7 @@ def test_a_bare_suite_exports_its_default_topology(tmp_path):
     export_tasks("travel", tmp_path, split="train", n=5, seed=3)
     rows = datasets.load_dataset("parquet", data_files=str(tmp_path / "train.parquet"), split="train").to_list()
     assert [r["topology"] for r in rows] == ["travel"] * 5
-    with pytest.raises(Exception, match="needs --n"):
+    with pytest.raises(Exception, match="needs a task count, n "):
         export_tasks("travel", tmp_path / "x", split="train")
     # the oracle, driven through the env on the exported task, earns the exported row's reward of 1
     env = topoeval.make_env("travel")

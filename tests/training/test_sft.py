@@ -25,7 +25,7 @@ for _pkg in ("transformers", "trl", "peft", "accelerate"):
 
 def test_cli_exports_oracle_conversations_with_fingerprints(tmp_path, topoeval_cmd):
     out = tmp_path / "sft"
-    proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--format", "sft", "--n", "4", "--out", str(out)],
+    proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--format", "sft", "--tasks", "4", "--out", str(out)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "4 conversations (train: 4 split)" in proc.stdout
@@ -41,10 +41,10 @@ def test_cli_exports_oracle_conversations_with_fingerprints(tmp_path, topoeval_c
     assert manifest["format"] == "sft" and manifest["conversations"] == 4 and len(manifest["fingerprints"]) == 4
     assert sorted(manifest["fingerprints"]) == sorted(ds["fingerprint"]) and len(manifest["data_sha256"]) == 64
 
-    for args, message in ((["--format", "csv"], "--format must be rl or sft"),
+    for args, message in ((["--format", "csv"], "'csv' is not one of"),
                           (["--format", "sft", "--policy", "noop"], "no successful episode to export"),
                           (["--policy", "noop"], "--policy and --from-run go with --format sft")):
-        proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--n", "2", "--out", str(tmp_path / "x"), *args],
+        proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--tasks", "2", "--out", str(tmp_path / "x"), *args],
                               capture_output=True, text=True)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
@@ -177,7 +177,7 @@ def test_a_dry_run_sizes_the_data_without_training(trained, topoeval_cmd):
     assert dry.record["tokens"] == result.record["tokens"] and dry.record["data"]["sha256"] == result.record["data"]["sha256"]
     t = dry.record["tokens"]
     assert t["conversations"] == 3 and t["shortest"] <= t["median"] <= t["longest"] and 0 < t["assistant"] < t["total"]
-    proc = subprocess.run([*topoeval_cmd, "train", "wiki_to_travel", "--n", "3", "--base", cfg.base, "--work-dir",
+    proc = subprocess.run([*topoeval_cmd, "train", "wiki_to_travel", "--tasks", "3", "--base", cfg.base, "--work-dir",
                            str(cfg.work_dir), "--dry-run"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert f"smollm2-135m-wiki: 3 conversations (data sha256 {dry.record['data']['sha256'][:12]})" in proc.stdout

@@ -24,7 +24,7 @@ def _reward(text: str) -> str | dict[str, float]:
 def train(
     protocol: Annotated[str, typer.Argument(help="Protocol name or YAML path: its train topology is trained on.")],
     method: Annotated[str, typer.Option(help="sft (oracle conversations) or grpo (RL in topoeval's environment).")] = "sft",
-    n: Annotated[Optional[int], typer.Option(min=1, help="Train-split tasks (sft: the oracle's conversations, default 300; grpo: the prompt pool, default 200).")] = None,
+    n: Annotated[Optional[int], typer.Option("--tasks", min=1, help="Train-split tasks (sft: the oracle's conversations, default 300; grpo: the prompt pool, default 200).")] = None,
     epochs: Annotated[float, typer.Option(min=0.01, help="sft: passes over the conversations.")] = 2.0,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; grpo: default 60).")] = None,
     data: Annotated[Optional[list[Path]], typer.Option(help="sft: more `topoeval export --format sft` folders (repeatable).")] = None,

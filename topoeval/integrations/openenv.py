@@ -1,6 +1,6 @@
 """An OpenEnv server over any topology (extra ``topoeval[openenv]``: ``openenv==0.10.0``).
 
-``topoeval serve-openenv [--host 127.0.0.1 --port 8000 --protocol P --topology T --split S]``
+``topoeval serve-openenv [P] [--host 127.0.0.1 --port 8000 --topology T --split S]``
 serves :class:`TopoevalEnvironment` through OpenEnv's ``create_app``: the WebSocket ``/ws`` holds
 one environment per session (episodes run there); HTTP ``/reset`` and ``/step`` are OpenEnv's
 stateless one-shot routes; ``/schema``, ``/health`` and the task API are served too.
