@@ -16,6 +16,7 @@ from inspect_ai.tool import ToolCall  # noqa: E402
 from topoeval.integrations.inspect import topoeval_task  # noqa: E402
 from topoeval.integrations.topology_tasks import REPORTED, load_topology_tasks  # noqa: E402
 
+from .held_processes import mcp_notes_protocol, processes_with, spy_on_worlds  # noqa: E402
 from .oracle_server import OracleServer  # noqa: E402
 from .reference_run import COMPARED, PROTOCOL, run_scores  # noqa: E402
 
@@ -93,4 +94,41 @@ def test_every_samples_world_is_closed(tmp_path, monkeypatch):
     closed = []
     monkeypatch.setattr(World, "close", lambda self: closed.append(type(self).__name__))
     run_inspect("wiki", get_model("mockllm/model", custom_outputs=scripted_outputs("wiki", "oracle")), tmp_path)
-    assert len(closed) == N
+    assert len(closed) == 2 * N  # each sample's world (the solver's) and its scorer's replay world
+
+
+def test_no_mcp_server_process_outlives_an_inspect_rollout(tmp_path, monkeypatch):
+    """An MCP topology served over stdio (a real server process per world): after inspect's eval,
+    no server process and no scratch folder is left — the solver's worlds and the scorer's replays."""
+    import tempfile
+
+    own = tmp_path / "tmp"
+    own.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own))  # every scratch folder (and so every server's command line)
+    protocol = str(mcp_notes_protocol(tmp_path, n=2))
+    tasks = load_topology_tasks(protocol, "notes_test", "test")
+    outputs = []
+    for task in tasks.tasks(2):
+        state = tasks.episode(task)
+        try:
+            while not state.done:
+                reply = tasks.topology.suite.oracle(task, state.messages, "oracle")
+                state.step(reply)
+                calls = [ToolCall(id=c.id, function=c.name, arguments=json.loads(c.arguments)) for c in reply.tool_calls]
+                outputs.append(ModelOutput(model="mockllm", choices=[ChatCompletionChoice(
+                    message=ChatMessageAssistant(content=reply.content or "", tool_calls=calls or None, model="mockllm"),
+                    stop_reason="tool_calls" if calls else "stop")],
+                    usage=ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)))
+        finally:
+            state.close()
+    probe = tasks.topology.suite.make_world(tasks.task(0))
+    probe.close()
+    made, closed = spy_on_worlds(monkeypatch, type(probe))
+    task = topoeval_task(protocol, topology="notes_test", split="test", n=2)
+    [log] = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"),
+                         display="none", max_samples=1)
+    assert log.status == "success", log.error
+    assert all(s.scores["topoeval_scorer"].value["success"] == 1.0 for s in log.samples)  # the server really ran
+    assert len(made) == 4 and set(closed) >= set(made)  # 2 samples x (solver + scorer replay), each closed
+    assert processes_with(str(own)) == []
+    assert list(own.glob("topoeval-mcp-*")) == []

@@ -122,3 +122,50 @@ def test_typed_client_malformed_calls_and_errors(server):
             env.reset(topology="nowhere")
         with pytest.raises(Exception, match="unknown reward metric"):
             env.reset(seed=0, metric="speed")
+
+
+def test_no_world_process_outlives_its_episode_or_session(tmp_path):
+    """Worlds that hold a process (a plain child: this virtualenv's mcp 1.x cannot run the mcp
+    suite): closed when the episode is done, when a session resets before finishing, when the
+    environment closes, and when a WebSocket session ends — none is left for the garbage collector."""
+    from topoeval.integrations.openenv import TopoevalEnvironment
+
+    from .held_processes import process_suite_protocol, processes_with
+
+    marker = str(tmp_path / "held")
+    protocol, suites = process_suite_protocol(tmp_path, marker)
+    env = TopoevalEnvironment(protocol=str(protocol), split="test", suites_dirs=(str(suites),))
+    env.reset(index=0)
+    assert len(processes_with(marker)) == 1
+    env.step(TopoevalAction(tool_calls=[{"name": "lookup", "arguments": {}}]))
+    done = env.step(TopoevalAction(content="42"))
+    assert done.done and done.reward == 1.0 and processes_with(marker) == []  # done: closed at once
+    env.reset(index=0)
+    env.reset(index=1)  # the unfinished first episode is closed
+    assert len(processes_with(marker)) == 1
+    env.close()
+    assert processes_with(marker) == []
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    app = make_app(protocol=str(protocol), split="test", suites_dirs=(str(suites),))
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not srv.started:
+        time.sleep(0.05)
+
+    async def unfinished():
+        async with GenericEnvClient(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}") as client:
+            await client.reset(seed=0)
+            assert len(processes_with(marker)) == 1  # the session's world, alive while it runs
+
+    try:
+        asyncio.run(unfinished())
+        deadline = time.time() + 10
+        while processes_with(marker) and time.time() < deadline:  # the server closes the session after the socket
+            time.sleep(0.1)
+        assert processes_with(marker) == []
+    finally:
+        srv.should_exit = True
+        thread.join(10)

@@ -9,6 +9,7 @@ packages, so no index is reached); skipped where verifiers 0.4 is absent."""
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,80 @@ def test_toolset_publishes_schemas_and_annotations():
     assert pay.meta["topoeval"]["needs_confirmation"] is True
     assert listed["search_flights"].annotations.read_only_hint is True
     assert "error" in bad_call.content[0].text.lower()  # missing required arguments: topoeval's error result
+
+
+def test_no_mcp_server_process_outlives_a_verifiers_rollout(monkeypatch, tmp_path):
+    """An MCP topology over stdio: each rollout's tool server holds a world with a real MCP server
+    process (and the scoring replays hold their own). After the rollouts, none is left and no
+    scratch folder either — every world was closed, not left to the garbage collector."""
+    from .held_processes import mcp_notes_protocol, processes_with, spy_on_worlds
+
+    own = tmp_path / "tmp"
+    own.mkdir()
+    monkeypatch.setenv("TMPDIR", str(own))  # scratch folders of this process and of the tool servers
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(own))
+    protocol = str(mcp_notes_protocol(tmp_path, n=2))
+    monkeypatch.setenv("TOPOEVAL_TEST_KEY", "local")
+    config = TopoevalTasksetConfig(id=PLUGIN_ID, protocol=protocol, topology="notes_test", split="test", n=2)
+    agent = vf.AgentConfig(harness={"id": PLUGIN_ID, "env": harness_env()}, runtime=vf.SubprocessConfig())
+    env = vf.load_environment(vf.SingleAgentEnvConfig(taskset=config, agent=agent))
+    tasks = list(env.taskset)
+    suite = load_topology_tasks(protocol, "notes_test", "test").topology.suite
+    probe = suite.make_world(Task.model_validate(tasks[0].data.topoeval_task))
+    probe.close()
+    made, closed = spy_on_worlds(monkeypatch, type(probe))  # the worlds of this process: the scoring replays
+    server = OracleServer(suite, [Task.model_validate(t.data.topoeval_task) for t in tasks], "oracle")
+    ctx = vf.ModelContext(model="oracle", client=vf.EvalClientConfig(base_url=server.api_base,
+                                                                     api_key_var="TOPOEVAL_TEST_KEY"))
+
+    async def run():
+        async with env.serving():
+            return await asyncio.gather(*(env.run_episode(t, ctx) for t in tasks))
+
+    try:
+        episodes = asyncio.run(run())
+    finally:
+        server.close()
+    traces = [ep.traces[0] for ep in episodes]
+    assert all(not t.errors for t in traces), [t.errors for t in traces]
+    assert all(t.reward == 1.0 for t in traces)  # the MCP server really served the rollouts
+    assert made and set(closed) >= set(made)
+    deadline = time.time() + 15  # tool servers are stopped as the rollouts end
+    while (processes_with(str(own)) or list(own.glob("topoeval-mcp-*"))) and time.time() < deadline:
+        time.sleep(0.2)
+    assert processes_with(str(own)) == []
+    assert list(own.glob("topoeval-mcp-*")) == []
+
+
+def test_the_toolset_closes_its_world_when_verifiers_stops_its_server(monkeypatch, tmp_path):
+    """verifiers unwinds a tool server's exit stack when it stops the server: the rollout's world
+    (here an MCP server process) is closed then, by a call to close, and a second set-up closes the first."""
+    import contextlib
+
+    from .held_processes import mcp_notes_protocol, processes_with, spy_on_worlds
+
+    own = tmp_path / "tmp"
+    own.mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(own))
+    protocol = str(mcp_notes_protocol(tmp_path, n=2))
+    task = next(iter(load_taskset(protocol, topology="notes_test", split="test", n=1)))
+    suite = load_topology_tasks(protocol, "notes_test", "test").topology.suite
+    probe = suite.make_world(Task.model_validate(task.data.topoeval_task))
+    probe.close()
+    made, closed = spy_on_worlds(monkeypatch, type(probe))
+    toolset = TopoevalToolset(TopoevalToolsetConfig())
+
+    async def lifetime():
+        async with contextlib.AsyncExitStack() as stack:
+            toolset._exit_stack = stack  # what verifiers' server runs inside
+            await toolset.setup_task(task.data)
+            await toolset.setup_task(task.data)  # set up again: the first world is closed
+            assert len(made) == 2 and closed == made[:1]
+            assert len(processes_with(str(own))) == 1
+
+    asyncio.run(lifetime())
+    assert closed == made and processes_with(str(own)) == []

@@ -12,7 +12,8 @@ or ``inspect eval topoeval/integrations/inspect.py@topoeval_task -T topology=tra
   topology's system prompt and the task's user message; the task itself rides in the metadata.
 - Solver: builds the task's world per sample and sets ``state.tools`` from ``ToolDef`` s (the
   suite's JSON schemas; ``parallel=`` is the tool's ``parallel_safe``), then generates turn by turn
-  (``tool_calls="single"``) until a reply without calls or the protocol's ``max_turns``. inspect
+  (``tool_calls="single"``) until a reply without calls or the protocol's ``max_turns``; the world is
+  closed when the sample ends, as is the scorer's replay world (an MCP server process each). inspect
   insists on a description per parameter: where a suite gives none, the parameter's name stands in.
 - Scorer: replays the conversation's assistant messages against a fresh world of the task, so the
   value — ``success``, ``dq`` and each decision-quality dimension (NaN where one does not apply:

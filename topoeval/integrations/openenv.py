@@ -17,6 +17,8 @@ stateless one-shot routes; ``/schema``, ``/health`` and the task API are served 
 - The last step has ``done`` true, ``reward`` the evaluation's own score (``success`` unless the
   reset's ``metric`` says otherwise: a metric name or ``{"success": 0.7, "dq": 0.3}``) and every
   score in ``observation.scores``; earlier steps have reward 0.
+- Each episode's world is closed (an MCP topology's server process stops) as soon as the episode
+  is done, when the session resets before finishing it, and when OpenEnv closes the session.
 
 :class:`TopoevalClient` is the typed OpenEnv client (``async with TopoevalClient(base_url=...)``,
 or ``.sync()``); OpenEnv's ``GenericEnvClient`` works as well, with plain dicts.
@@ -128,6 +130,7 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
         task = tasks.task(i)
         tasks.reward(tasks.replay(task, [])["scores"], metric)  # an unknown metric fails at reset, not at the end
         self._tasks, self._metric = tasks, metric
+        self.close()  # the session's previous episode, if it was left unfinished
         self._episode = tasks.episode(task)
         self._state = TopoevalState(episode_id=episode_id or f"{task.id}#{i}", step_count=0, task_id=task.id,
                                     topology=tasks.name, split=tasks.split, index=i, status="running")
@@ -145,6 +148,12 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
     def state(self) -> TopoevalState:
         return self._state
 
+    def close(self) -> None:
+        """Close the current episode's world (an MCP topology's server process); OpenEnv calls it
+        when the session ends. An episode's world is also closed as soon as the episode is done."""
+        if self._episode is not None:
+            self._episode.close()
+
     def _observation(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> TopoevalObservation:
         ep, tasks = self._episode, self._tasks
         assert ep is not None and tasks is not None
@@ -152,6 +161,7 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
         if ep.done:
             scores = ep.record()["scores"]
             reward = tasks.reward(scores, self._metric)
+            ep.close()  # scored: the world is done with
         status = ep.status if ep.done else "running"
         self._state = self._state.model_copy(update={"step_count": ep.turns, "status": status,
                                                      "tool_calls": len(ep.calls)})

@@ -85,17 +85,22 @@ class TopologyTasks:
         return [annotated_tool(t) for t in self.topology.suite.tools]
 
     def episode(self, task: Task) -> EpisodeState:
-        """A fresh episode of ``task``: the topology's system prompt, no demos, the protocol's limits."""
+        """A fresh episode of ``task``: the topology's system prompt, no demos, the protocol's limits.
+        The caller closes it (``EpisodeState.close``) when done with it."""
         return EpisodeState(self.topology.suite, task, self.system_prompt(), [], self.limits)
 
     def replay(self, task: Task, replies: list[AssistantMessage]) -> dict[str, Any]:
-        """The episode record of ``replies`` played in order against a fresh world of ``task``."""
+        """The episode record of ``replies`` played in order against a fresh world of ``task``
+        (closed once the record is made: an MCP world's server process ends here)."""
         state = self.episode(task)
-        for reply in replies:
-            if state.done:
-                break
-            state.step(reply)
-        return state.record()
+        try:
+            for reply in replies:
+                if state.done:
+                    break
+                state.step(reply)
+            return state.record()
+        finally:
+            state.close()
 
     def scores(self, task: Task, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The scores of a conversation in OpenAI format (only its assistant messages are read)."""

@@ -11,7 +11,8 @@ module, so the taskset's id is ``topoeval-verifiers`` (the :mod:`topoeval_verifi
 
 - Tasks: :class:`TopoevalTask`, one per task of the split (the tasks ``topoeval run`` draws at
   those positions), prompt = the task's user message, system prompt = the topology's.
-- Tools: :class:`TopoevalToolset`, an MCP server per rollout holding the task's world; each tool
+- Tools: :class:`TopoevalToolset`, an MCP server per rollout holding the task's world (closed when
+  verifiers stops that server: an MCP topology's own server process ends with it); each tool
   keeps its JSON schema, MCP's hints (read-only, destructive = irreversible, idempotent, closed
   world) and topoeval's annotations under ``_meta["topoeval"]``. Tool names are bare.
 - Multi-turn tasks: :class:`TopoevalEnv`, the taskset's env, sends a task's later instructions one
@@ -117,17 +118,30 @@ class TopoevalToolset(vf.Toolset[TopoevalToolsetConfig]):
 
     TOOL_PREFIX = None  # the topology's own tool names, unprefixed
 
+    world: Any = None
+
     async def setup_task(self, task: Any) -> None:
         data = task if isinstance(task, vf.TaskData) else task.data
         self.tasks = _tasks(data)
         task = Task.model_validate(data.topoeval_task)
+        self.close_world()  # a server set up twice holds one world at a time
         self.world = self.tasks.topology.suite.make_world(task)
+        stack = getattr(self, "_exit_stack", None)  # unwound when verifiers stops this rollout's server
+        if stack is not None and not getattr(self, "_close_registered", False):
+            stack.callback(self.close_world)
+            self._close_registered = True
         # tools the task never offers are not listed; those a later instruction adds (tools_added) are,
         # since the server's tool list is fixed per rollout (the replay still judges an early call invalid)
         later = {name for instruction in task.instructions for name in instruction.tools_added}
         self.hidden = set(task.withheld_tools) - later
         self.specs = {t.name: t for t in self.tasks.topology.suite.tools if t.name not in self.hidden}
         self.n_calls = 0
+
+    def close_world(self) -> None:
+        """Close the rollout's world (an MCP topology's server process ends with it); idempotent."""
+        world, self.world = self.world, None
+        if world is not None:
+            world.close()
 
     def register(self, mcp: Any) -> None:
         from mcp.types import ToolAnnotations
