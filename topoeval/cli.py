@@ -50,6 +50,9 @@ def run(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for replicas.")] = None,
     api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
     tool_mode: Annotated[ToolMode, typer.Option(help="How tools reach the model (auto: by the backend's capability).")] = ToolMode.auto,
+    tool_format: Annotated[Optional[str], typer.Option(help=(
+        "Tool-call format: native, hermes, search-r1, react, json or a plug-in's (default: the backend's own); "
+        "MODEL@FORMAT sets it per model."))] = None,
     temperature: Annotated[Optional[float], typer.Option(help="Override the protocol's temperature.")] = None,
     top_p: Annotated[Optional[float], typer.Option(help="Override the protocol's top_p.")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
@@ -78,7 +81,7 @@ def run(
     except ValueError:
         raise UserError(f"--shots takes numbers like '0,1', not '{shots}'") from None
     options = ModelOptions(api_bases=api_base or [], api_key=api_key, tool_mode=tool_mode.value, timeout_s=timeout,
-                           max_retries=max_retries)
+                           max_retries=max_retries, tool_format=tool_format)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ContaminationWarning)
         warnings.simplefilter("always", BackendWarning)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.messages import AssistantMessage
+from topoeval.formats import suite_format
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 
@@ -65,9 +66,16 @@ class CachedPolicy(Policy):
     def inference(self) -> dict | None:
         return self.inner.inference
 
+    @property
+    def tool_format(self) -> str | None:
+        return getattr(self.inner, "tool_format", None)
+
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
         # a name whose weights can change (a retrained adapter) keys on them too: never an old model's reply
         model = f"{self.name}@{self.weights}" if self.weights else self.name
+        shifted = suite_format(ctx.suite)  # a format-shift step sends other text for the same messages
+        if shifted is not None:
+            model += f"|format={shifted}"
         key = self.cache.key(model, messages, tools, sampling, ctx.sample, self.salt)
         hit = self.cache.get(key)
         if hit is not None:

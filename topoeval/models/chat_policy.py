@@ -8,8 +8,8 @@ from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
+from topoeval.formats import ToolFormat, default_format, get_format, resolve_format, suite_format
 from topoeval.models.options import ModelOptions
-from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
 from topoeval.models.retry import PermanentError, with_retries
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
@@ -21,16 +21,35 @@ PREFLIGHT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=8)
 class ChatPolicy(Policy):
     """A backend that sends OpenAI-format chat requests.
 
-    In ``native`` tool mode messages and tools go to the backend as they are; in ``prompt`` mode
-    tools are rendered into the system prompt, tool results are sent back as text and calls are
-    parsed from the reply. Transient failures are retried (see :mod:`topoeval.models.retry`).
+    Its tool-call format (:mod:`topoeval.formats`) decides how tools reach the model: ``native``
+    sends messages and tools as they are; a prompt format (``hermes``, the ``prompt`` tool mode;
+    ``search-r1``, ``react``, ``json``, plug-ins) renders tools into the system prompt and tool
+    results as text, and parses calls from the reply. A format other than the backend's default is
+    part of the model's name (``MODEL@FORMAT``): another format is another model's cells. A topology
+    with a ``tool_format`` transform (a format-shift ladder step) addresses the model in that format
+    instead. Transient failures are retried (see :mod:`topoeval.models.retry`).
     """
 
     def __init__(self, model: str, options: ModelOptions, name: str | None = None):
         self.model = model
         self.options = options
         self.name = name or model
-        self.tool_mode = options.tool_mode if options.tool_mode != "auto" else self.default_tool_mode()
+        default = self.default_tool_mode()
+        #: the format the model is addressed in (unless a topology shifts it)
+        self.format: ToolFormat = resolve_format(options.tool_format, options.tool_mode, default)
+        self.tool_mode = "native" if self.format.native else "prompt"
+        if self.format.name != default_format(default):
+            self.name = f"{self.name}@{self.format.name}"
+
+    @property
+    def tool_format(self) -> str:
+        """The format's name (run.json and the summary record it per model)."""
+        return self.format.name
+
+    def format_for(self, ctx: EpisodeContext | None) -> ToolFormat:
+        """The episode's format: its topology's ``tool_format`` transform, else the model's own."""
+        shifted = suite_format(ctx.suite) if ctx is not None else None
+        return self.format if shifted in (None, self.format.name) else get_format(shifted)
 
     def default_tool_mode(self) -> str:
         return "native"
@@ -65,16 +84,19 @@ class ChatPolicy(Policy):
         return args
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
-        native = self.tool_mode == "native"
-        send_messages = messages if native else to_prompt_messages(messages, tools)
-        send_tools = tools if native else []
+        fmt = self.format_for(ctx)
+        if fmt.native:
+            send_messages, send_tools = messages, tools
+        else:
+            fmt.check(tools)
+            send_messages, send_tools = fmt.render(messages, tools), []
         started = time.perf_counter()
         reply = await with_retries(
             lambda: self.complete(send_messages, send_tools, sampling),
             self.options.max_retries, self.options.max_backoff_s,
         )
-        if not native:
-            reply = prompt_reply(reply)
+        if not fmt.native:
+            reply = fmt.read_reply(reply, tools)
         reply.latency_s = time.perf_counter() - started
         return reply
 

@@ -22,6 +22,10 @@ class ModelOptions(BaseModel):
     tool_mode: Literal["auto", "native", "prompt"] = Field(
         default="auto", description="native function calling, tools in the prompt, or auto (by capability)."
     )
+    tool_format: str | None = Field(default=None, description=(
+        "Tool-call format the model is addressed in (native, hermes, search-r1, react, json, or a plug-in's; "
+        "see topoeval.formats); None: the backend's own, as tool_mode picks it. A model spec's @FORMAT suffix sets it "
+        "per model. A format other than the backend's default is part of the model's name (MODEL@FORMAT)."))
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
     max_retries: int = Field(default=6, ge=0, description="Retries of transient failures (429, 5xx, timeouts).")
     max_backoff_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")

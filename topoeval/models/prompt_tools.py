@@ -1,95 +1,14 @@
-"""Prompt-based tool calling for models without native function calling.
+"""Prompt-based tool calling for models without native function calling: the ``hermes`` format.
 
 Tools are described in the system prompt; the model writes each call as one
 ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` block (several blocks = one parallel
-turn); tool results go back as text in ``<tool_response>`` blocks inside a user turn.
+turn); tool results go back as text in ``<tool_response>`` blocks inside a user turn. The code
+lives in :mod:`topoeval.formats.hermes` (one of the pluggable tool-call formats); these names stay.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
+from topoeval.formats.hermes import (INSTRUCTIONS, call_text, parse_prompt_reply, prompt_reply, render_tools,
+                                     to_prompt_messages)
 
-from topoeval.core.messages import AssistantMessage, ToolCall
-
-_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
-_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
-
-INSTRUCTIONS = (
-    "To call a tool, write one line per call: "
-    '<tool_call>{{"name": "<tool name>", "arguments": {{...}}}}</tool_call>. '
-    "Several lines make calls that run together. Results come back in <tool_response> blocks. "
-    "When you are done, reply without any <tool_call>."
-)
-
-
-def render_tools(tools: list[dict[str, Any]]) -> str:
-    lines = ["# Tools"]
-    for t in tools:
-        fn = t["function"]
-        lines.append(json.dumps({"name": fn["name"], "description": fn.get("description", ""),
-                                 "parameters": fn.get("parameters", {})}, ensure_ascii=False))
-    return "\n".join(lines) + "\n" + INSTRUCTIONS.format()
-
-
-def call_text(name: str, arguments: str) -> str:
-    try:
-        args: Any = json.loads(arguments)
-    except json.JSONDecodeError:
-        args = arguments
-    return "<tool_call>" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "</tool_call>"
-
-
-def to_prompt_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI-format messages (tool calls and tool results) as plain system/user/assistant text."""
-    out: list[dict[str, Any]] = []
-    tool_block = render_tools(tools) if tools else ""
-    if not messages or messages[0]["role"] != "system":
-        out.append({"role": "system", "content": tool_block})
-    for m in messages:
-        role = m["role"]
-        if role == "system":
-            out.append({"role": "system", "content": ((m.get("content") or "") + "\n\n" + tool_block).strip()})
-        elif role == "assistant":
-            parts = [m.get("content") or ""]
-            parts += [call_text(c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or []]
-            out.append({"role": "assistant", "content": "\n".join(p for p in parts if p)})
-        elif role == "tool":
-            block = f'<tool_response name="{m.get("name", "")}">{m.get("content") or ""}</tool_response>'
-            if out and out[-1]["role"] == "user" and out[-1].get("_tool_results"):
-                out[-1]["content"] += "\n" + block
-            else:
-                out.append({"role": "user", "content": block, "_tool_results": True})
-        else:
-            out.append({"role": role, "content": m.get("content") or ""})
-    for m in out:
-        m.pop("_tool_results", None)
-    return out
-
-
-def parse_prompt_reply(text: str | None) -> tuple[str, list[ToolCall]]:
-    """(remaining text, calls) from a model reply; malformed blocks become calls the runner rejects."""
-    text = text or ""
-    calls: list[ToolCall] = []
-    for i, raw in enumerate(_BLOCK.findall(text)):
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            name = _NAME.search(raw)
-            calls.append(ToolCall(id=f"call_{i}", name=name.group(1) if name else "", arguments=raw))
-            continue
-        if not isinstance(obj, dict):
-            calls.append(ToolCall(id=f"call_{i}", name="", arguments=raw))
-            continue
-        args = obj.get("arguments", obj.get("parameters", {}))
-        calls.append(ToolCall(id=f"call_{i}", name=str(obj.get("name", "")),
-                              arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)))
-    content = _BLOCK.sub("", text).strip()
-    return content, calls
-
-
-def prompt_reply(message: AssistantMessage) -> AssistantMessage:
-    """Re-read a text-only reply in prompt mode: its <tool_call> blocks become tool calls."""
-    content, calls = parse_prompt_reply(message.content)
-    return message.model_copy(update={"content": (content or None) if calls else message.content, "tool_calls": calls})
+__all__ = ["INSTRUCTIONS", "call_text", "parse_prompt_reply", "prompt_reply", "render_tools", "to_prompt_messages"]

@@ -1,7 +1,7 @@
 """A Hugging Face checkpoint folder (config.json + safetensors + tokenizer) through transformers.
 
-Optional extra ``topoeval[hf]``. Tools are rendered into the prompt (prompt tool mode) and
-``<tool_call>`` blocks are parsed from the generated text; generation runs one call at a time in
+Optional extra ``topoeval[hf]``. Tools are rendered into the prompt in a prompt tool format
+(``hermes`` by default: ``<tool_call>`` blocks parsed from the generated text); generation runs one call at a time in
 a worker thread.
 """
 
@@ -14,7 +14,7 @@ import time
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, Usage
 from topoeval.models.options import ModelOptions
-from topoeval.models.prompt_tools import prompt_reply, to_prompt_messages
+from topoeval.formats import default_format, get_format, resolve_format, suite_format
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 INSTALL_HINT = "pip install 'topoeval[hf]'  (transformers and torch)"
@@ -27,6 +27,13 @@ class TransformersPolicy(Policy):
         self.folder = folder
         self.options = options
         self.name = name or os.path.basename(os.path.normpath(folder))
+        #: a prompt format only (``hermes`` by default): the checkpoint's chat template renders plain text turns
+        self.format = resolve_format(options.tool_format, options.tool_mode, "prompt")
+        if self.format.native:
+            raise UserError(f"model '{self.name}': hf: checkpoints take a prompt tool format (hermes, search-r1, react, "
+                            "json), not native function calling")
+        if self.format.name != default_format("prompt"):
+            self.name = f"{self.name}@{self.format.name}"
         self._model = self._tokenizer = None
         self._lock = asyncio.Lock()
 
@@ -63,8 +70,12 @@ class TransformersPolicy(Policy):
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
         started = time.perf_counter()
+        fmt = self.format if suite_format(ctx.suite) in (None, self.format.name) else get_format(suite_format(ctx.suite))
+        if fmt.native:
+            raise UserError(f"model '{self.name}': a topology shifts it to native function calling, which hf: checkpoints lack")
+        fmt.check(tools)
         async with self._lock:
-            text, n_in, n_out = await asyncio.to_thread(self._generate, to_prompt_messages(messages, tools), sampling)
-        reply = prompt_reply(AssistantMessage(content=text, usage=Usage(prompt_tokens=n_in, completion_tokens=n_out)))
+            text, n_in, n_out = await asyncio.to_thread(self._generate, fmt.render(messages, tools), sampling)
+        reply = fmt.read_reply(AssistantMessage(content=text, usage=Usage(prompt_tokens=n_in, completion_tokens=n_out)), tools)
         reply.latency_s = time.perf_counter() - started
         return reply

@@ -9,6 +9,9 @@
 | ``hf:PATH`` or a folder with ``config.json`` | a Hugging Face checkpoint through transformers |
 | ``direct:NAME`` (with ``--api-base``) | the lean aiohttp path to an OpenAI-compatible server |
 | ``provider/model`` | litellm (``openai/gpt-4o-mini``, ``anthropic/...``, ``openai/NAME`` + ``--api-base``) |
+
+Any model form but the reference policies takes a ``@FORMAT`` suffix naming its tool-call format
+(``smollm2-135m@json``, ``direct:search-r1-7b@search-r1``; :mod:`topoeval.formats`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from topoeval.core.errors import UserError
+from topoeval.formats import split_format
 from topoeval.models.adapters import is_adapter_model
 from topoeval.models.options import ModelOptions
 from topoeval.policies.oracle import VARIANTS
@@ -49,8 +53,11 @@ def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Poli
     if isinstance(spec, Policy):
         return spec
     options = options or ModelOptions()
-    if spec in REFERENCE:
+    spec, tool_format = split_format(spec)
+    if spec in REFERENCE:  # reference policies act on the world directly: no format applies
         return REFERENCE[spec]()
+    if tool_format is not None:  # MODEL@FORMAT: this model's format (overrides --tool-format)
+        options = options.model_copy(update={"tool_format": tool_format, "tool_mode": "auto"})
     if spec == EMBEDDED or is_adapter_model(spec):
         from topoeval.models.adapters import adapter_path
         from topoeval.models.embedded import embedded_gguf
