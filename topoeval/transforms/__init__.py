@@ -16,6 +16,7 @@ metrics and the oracle. Transforms compose, applied in the order listed.
 | ``no_batch`` | dependency | — one tool call per turn; parallelism no longer applies |
 | ``refundable`` | reversibility | — nothing is irreversible: payments refund in full, no confirmation (``refundable`` parameter) |
 | ``split_instructions`` | instructions | — each task becomes a conversation of dependent user instructions (``instructions`` parameter) |
+| ``tool_format`` | format | ``format`` — the same topology, the model addressed in another tool-call format (``native``, ``hermes``, ...) |
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from topoeval.core.suite import Suite
 
 from .batching import batch_api, no_batch
+from .formats import tool_format
 from .params import SuiteView, hide_slots, merge_hold_pay, refundable, shuffle_priority, split_instructions
 from .renaming import TransformedSuite, distractor_tools, rename_args, rename_tools
 
@@ -45,6 +47,7 @@ _REGISTRY: dict[str, tuple[Transform, str]] = {
     "batch_api": (batch_api, "dependency"),
     "no_batch": (no_batch, "dependency"),
     "split_instructions": (split_instructions, "instructions"),
+    "tool_format": (tool_format, "format"),
 }
 
 #: Transforms that rename the vocabulary; none may follow ``batch_api``.
