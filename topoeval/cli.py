@@ -69,6 +69,8 @@ def run(
         min=0, help="Run the episodes in K local processes (0: one per core), merged at the end.")] = None,
     executor: Annotated[Executor, typer.Option(
         help="With ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs topoeval[ray].")] = Executor.local,
+    user_model: Annotated[Optional[str], typer.Option(
+        help="A model that plays the simulated user from the hidden slots (default: the deterministic user).")] = None,
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
     from topoeval.models.options import ModelOptions
@@ -89,7 +91,7 @@ def run(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dir or [],
             progress=progress and sys.stderr.isatty(), shots=shot_list, temperature=temperature, top_p=top_p,
             model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or [],
-            shard=shard, workers=workers, executor=executor,
+            shard=shard, workers=workers, executor=executor, user_model=user_model,
         )
         result = run_protocol(config)
     for w in caught:
@@ -323,9 +325,11 @@ def export(
 
 from topoeval.commands.sweep import sweep  # noqa: E402
 from topoeval.commands.train import train  # noqa: E402
+from topoeval.commands.user_agreement import user_agreement  # noqa: E402
 
 app.command("train")(train)
 app.command("sweep")(sweep)
+app.command("user-agreement")(user_agreement)
 
 
 @app.command("serve-openenv")

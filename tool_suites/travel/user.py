@@ -39,8 +39,12 @@ class Traveller:
                              airlines=sorted(set(AIRLINES.values()) | {f["airline"] for f in flights}),
                              cities=[truth["origin"], truth["destination"]])
 
+    def read(self, question: str):
+        """How this traveller reads a question (:class:`.reading.Reading`), nothing recorded."""
+        return self.reader.read(question)
+
     def ask(self, question: str) -> str:
-        reading = self.reader.read(question)
+        reading = self.read(question)
         if reading.kind == "confirm":
             ok = reading.flight in self.truth["acceptable"]
             self.events.append({"type": "confirm", "object": reading.flight, "answer": "yes" if ok else "no"})

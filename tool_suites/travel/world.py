@@ -15,6 +15,7 @@ from datetime import date
 from typing import Any
 
 from topoeval.core.suite import ToolError, World
+from topoeval.core.users import active_user, active_user_options
 
 from .user import Traveller
 
@@ -39,7 +40,7 @@ class TravelWorld(World):
         self.bookings: dict[str, dict[str, Any]] = {}
         self.clock = 0
         self.events: list[dict[str, Any]] = []
-        self.user = Traveller(data["truth"], self.events, self.holds, data["flights"])
+        self.user = make_traveller(data, self.events, self.holds)
 
     # -- the contract -------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -155,6 +156,18 @@ class TravelWorld(World):
             if hold["status"] == "active" and self.clock - hold["created"] > self.hold_ttl:
                 hold["status"] = "expired"
                 self.seats[hold["flight"]] += 1
+
+
+def make_traveller(data: dict[str, Any], events: list[dict[str, Any]], holds: dict[str, dict[str, Any]]) -> Traveller:
+    """The rule-based traveller, or the LLM one when the run has a user model (``--user-model``)."""
+    model = active_user().model
+    if model is None:
+        return Traveller(data["truth"], events, holds, data["flights"])
+    from topoeval.policies.user_model import user_model
+
+    from .llm_user import LLMTraveller
+
+    return LLMTraveller(data["truth"], events, holds, data["flights"], user_model(model, active_user_options()))
 
 
 def _check_date(value: str) -> None:

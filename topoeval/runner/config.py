@@ -11,7 +11,8 @@ The identity holds:
 - the protocol as run (its sha256: ``shots``, ``max_turns``, ``max_tokens``, ``temperature`` and
   ``top_p`` are applied to it first, see :meth:`RunConfig.effective_protocol`) and the task set;
 - ``settings``: the effective sampling and limits (so a change is named, not just "another
-  protocol"), the tool mode, the local context window, and :data:`DECODING_VERSION`;
+  protocol"), the tool mode, the local context window, :data:`DECODING_VERSION`, and the user
+  model with its instruction version when one plays the user (``user_model``);
 - ``models``: per model, what its name alone does not fix — adapter weights, and a local model's
   inference fingerprint (llama.cpp build, CPU features, slots, context, threads).
 
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
+from topoeval.core.users import UserSettings
 from topoeval.core.version import DECODING_VERSION
 from topoeval.models.options import ModelOptions
 from topoeval.protocol.schema import Protocol
@@ -66,6 +68,9 @@ class RunConfig(BaseModel):
     workers: int | None = Field(default=None, ge=0, description="Local worker processes (0: one per CPU core).")
     executor: Executor = Field(default=Executor.local, description="local processes, or Ray tasks.")
     progress: bool = Field(default=False, description="Show a progress bar.")
+    user_model: str | None = Field(default=None, description=(
+        "A model that plays the simulated user (``ask_user``) from the task's hidden slots; None: each suite's "
+        "deterministic user, the reference (topoeval.core.users)."))
 
     @field_validator("shard", mode="before")
     @classmethod
@@ -142,6 +147,7 @@ class RunConfig(BaseModel):
             "temperature": protocol.sampling.temperature, "top_p": protocol.sampling.top_p,
             "max_turns": protocol.limits.max_turns, "max_tokens": protocol.limits.max_tokens,
             "decoding_version": DECODING_VERSION, **opts.episode_settings(),
+            **UserSettings(model=self.user_model).identity(),  # nothing for the default user
         }
 
 
@@ -180,8 +186,9 @@ def check_identity(run_dir: Path, before: dict[str, Any] | None, now: dict[str, 
     if before is None:
         raise UserError(f"{run_dir}: was written by a topoeval without run identities (before decoding version "
                         f"{DECODING_VERSION}); its episodes may differ from this version's: {fix}")
-    for key, value in now["settings"].items():
-        old = before.get("settings", {}).get(key)
+    recorded = before.get("settings", {})
+    for key in [*now["settings"], *(k for k in recorded if k not in now["settings"])]:  # one recorded, now unset too
+        old, value = recorded.get(key), now["settings"].get(key)
         if old != value:
             raise UserError(f"{where} {key} {old!r}, this run asks for {value!r}; {fix}")
     for name, mine in now["models"].items():

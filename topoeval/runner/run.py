@@ -26,8 +26,10 @@ from topoeval.formats.record import format_record
 from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
 from topoeval.runner.contamination import overlap_with_exports
 from topoeval.core.policy import Policy, SamplingParams
+from topoeval.core.users import UserSettings, use_user
 from topoeval.models.cache import CachedPolicy, ResponseCache
 from topoeval.policies.registry import is_reference, make_policy
+from topoeval.policies.user_model import close_user_models
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.runner.episode import episode_id, episode_key, run_episode
@@ -177,21 +179,23 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     try:
         with _progress(config.progress, len(jobs)) as advance:
             sems = {p.name: asyncio.Semaphore(config.concurrency or p.concurrency) for p in policies}
+            user = UserSettings(model=config.user_model)
 
             async def one(policy: Policy, shots: int, topo: ResolvedTopology, task, s: int, key: str) -> None:
                 nonlocal new
                 async with sems[policy.name]:
-                    record = await run_episode(
-                        policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
-                        demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
-                        sampling=_sampling(protocol, s), sample=s, shots=shots,
-                        labels={
-                            "key": key, "episode_id": episode_id(key), "model": policy.name,
-                            "baseline": baseline_name(shots), "topology": topo.name,
-                            "suite": topo.suite.name, "role": topo.spec.role,
-                            "demo_task_ids": demos.get((topo.name, shots, s), ([], []))[1],
-                        },
-                    )
+                    with use_user(user, config.model_options):  # who answers ask_user (demos: the reference)
+                        record = await run_episode(
+                            policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
+                            demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
+                            sampling=_sampling(protocol, s), sample=s, shots=shots,
+                            labels={
+                                "key": key, "episode_id": episode_id(key), "model": policy.name,
+                                "baseline": baseline_name(shots), "topology": topo.name,
+                                "suite": topo.suite.name, "role": topo.spec.role,
+                                "demo_task_ids": demos.get((topo.name, shots, s), ([], []))[1],
+                            },
+                        )
                 store.append(record)
                 new += 1
                 advance()
@@ -202,6 +206,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         store.close()
         for p in policies:
             await p.aclose()
+        if config.user_model is not None:
+            await asyncio.to_thread(close_user_models)
         if response_cache is not None:
             response_cache.close()
 

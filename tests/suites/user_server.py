@@ -1,0 +1,82 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that plays the traveller (an "LLM user").
+
+It reads what the fixed instruction gives it (the budget line of the system message) and the question
+(the user message) and answers in the JSON the LLM traveller expects, by its own crude keyword rules —
+different from the deterministic reader's on purpose, so that agreement is measurable. A question
+holding ``GARBAGE`` gets a reply that is not JSON. ``misread_airline``: airline questions are read as
+route questions. aiohttp in a background thread with its own loop; nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import threading
+import time
+
+from aiohttp import web
+
+FLIGHT = re.compile(r"\b([A-Z]{2}\d{5})\b")
+
+
+class UserServer:
+    def __init__(self, misread_airline: bool = False):
+        self.misread_airline = misread_airline
+        self.requests: list[dict] = []
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        self._runner = web.AppRunner(app)
+        self._loop.run_until_complete(self._runner.setup())
+        self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
+        self._ready.set()
+        self._loop.run_forever()
+
+    def reply(self, system: str, question: str) -> str:
+        if "GARBAGE" in question:
+            return "Sure! I'd love to help with that."
+        m = FLIGHT.search(question)
+        if m:
+            return json.dumps({"slots": [], "confirm": m.group(1), "answer": "Yes."})
+        q = question.lower()
+        slots = [s for s, words in (("budget", ("budget", "price", "pay", "$")),
+                                    ("airline", ("airline", "carrier")),
+                                    ("dates", ("date", "when", "day"))) if any(w in q for w in words)]
+        if self.misread_airline:
+            slots = ["route" if s == "airline" else s for s in slots]
+        facts = dict(re.findall(r"^- (budget|airline|dates you can fly): (.*)$", system, re.M))
+        answer = "(llm) " + " ".join(f"{k}: {facts[k]}." for k in ("budget", "airline", "dates you can fly")
+                                     if (k.split()[0] in slots) and k in facts) if slots else "(llm) Noted."
+        return json.dumps({"slots": slots, "confirm": None, "answer": answer})
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(body)
+        msgs = body["messages"]
+        content = self.reply(msgs[0]["content"], msgs[-1]["content"])
+        return web.json_response({
+            "id": "chatcmpl-u", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
+        })
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
