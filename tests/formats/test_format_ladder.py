@@ -45,6 +45,10 @@ def test_the_shipped_format_ladder_applies_each_step_and_the_oracle_stays_at_one
     assert res.summary["tool_formats"] == {"models": {}, "topologies": {"wiki-hermes": "hermes", "travel-hermes": "hermes"}}
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
     assert meta["tool_formats"]["topologies"] == {"wiki-hermes": "hermes", "travel-hermes": "hermes"}
+    assert ladder["oracle"]["success"]["drop_by_axis"] == {"format": 0.0, "topology": 0.0}
+    assert ladder["noop"]["success"]["drop_by_axis"] == {"format": 0.0, "topology": 0.0}
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| loss by axis |" in md and "| oracle | 0-shot | success | 1.00 | 1.00 | 1.00 |" in md
 
 
 def test_a_format_shift_step_changes_only_what_the_model_is_sent(tmp_path, fixture_suites):
@@ -71,3 +75,18 @@ def test_a_format_shift_step_changes_only_what_the_model_is_sent(tmp_path, fixtu
     assert shots, "a 1-shot demo in the react step is written in react"
     assert res.summary["tool_formats"]["topologies"] == {"echo-json": "json", "echo-react": "react"}
     assert res.summary["tool_formats"]["models"] == {"direct:scripted": "native"}
+
+
+def test_the_ladder_splits_a_loss_into_format_and_topology():
+    """drop_by_axis on a curve that loses 0.3 at the format step and 0.4 at the topology step."""
+    from topoeval.analysis.ladder import build_ladders
+
+    def cell(topology, mean):
+        return {"model": "m", "baseline": "0-shot", "topology": topology,
+                "metrics": {"success": {"mean": mean, "std": 0.0, "se": 0.01, "ci95": [mean, mean]}}}
+
+    steps = [("wiki", None), ("wiki-hermes", "format"), ("travel-hermes", "topology")]
+    [entry] = build_ladders([cell("wiki", 0.8), cell("wiki-hermes", 0.5), cell("travel-hermes", 0.1)], steps)
+    success = entry["metrics"]["success"]
+    assert success["drop_by_axis"] == {"format": 0.3, "topology": 0.4}
+    assert success["breaking_axis"] == "topology"

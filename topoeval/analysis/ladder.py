@@ -19,7 +19,8 @@ irreversible actions) is shaped over the steps where it is defined; its curve sh
 elsewhere. std is the curve's noise: the largest, over its cells, of the across-sample std and the standard
 error of the cell mean over tasks. Both matter — a deterministic policy has no across-sample
 spread, yet every step draws its own tasks, so a step's score moves by task sampling alone.
-``breaking_axis`` is the axis of the largest single drop.
+``breaking_axis`` is the axis of the largest single drop; ``drop_by_axis`` sums the step-to-step
+drops per axis (a format-shift step's axis is ``format``: the format's share of the loss).
 """
 
 from __future__ import annotations
@@ -68,6 +69,16 @@ def name_shape(values: list[float], axes: list[str | None], std: float) -> dict[
     return {"shape": "linear", "breaking_axis": breaking}
 
 
+def drop_by_axis(values: list[float], axes: list[str | None]) -> dict[str, float]:
+    """The curve's loss, step by step, summed per axis (``axes[i]`` moved by step i): with a format-shift
+    step (axis ``format``) it says how much of a collapse is format and how much the topology axes."""
+    out: dict[str, float] = {}
+    for i in range(1, len(values)):
+        axis = axes[i] or f"step {i}"
+        out[axis] = round(out.get(axis, 0.0) + values[i - 1] - values[i], 6)
+    return out
+
+
 def build_ladders(cells: list[dict[str, Any]], steps: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
     """One entry per model x baseline: the curve and shape of every metric along ``steps``.
 
@@ -94,6 +105,8 @@ def build_ladders(cells: list[dict[str, Any]], steps: list[tuple[str, str | None
             # a dimension without meaning on some steps (no hidden slot, no trade-off...) is shaped
             # over the steps where it has one; each kept step keeps its own axis
             shape = name_shape([stats[i]["mean"] for i in defined], [steps[i][1] for i in defined], std)
-            entry["metrics"][metric] = {"curve": curve, "steps_defined": len(defined), **shape}
+            entry["metrics"][metric] = {"curve": curve, "steps_defined": len(defined), **shape,
+                                        "drop_by_axis": drop_by_axis([stats[i]["mean"] for i in defined],
+                                                                     [steps[i][1] for i in defined])}
         out.append(entry)
     return out

@@ -71,12 +71,14 @@ def render_report_md(summary: dict[str, Any]) -> str:
     ladders = summary.get("ladder") or []
     if ladders:
         steps = [p["topology"] + (f" ({p['axis']})" if p["axis"] else "") for p in ladders[0]["metrics"]["success"]["curve"]]
-        lines += ["", "## Ladder", "", _row(["model", "baseline", "metric", *steps, "shape", "breaking axis"]),
-                  _row(["---"] * (5 + len(steps)))]
+        lines += ["", "## Ladder", "", _row(["model", "baseline", "metric", *steps, "shape", "breaking axis", "loss by axis"]),
+                  _row(["---"] * (6 + len(steps)))]
         for e in ladders:
             for metric, m in e["metrics"].items():
+                # the loss each axis's steps carry (a format-shift step's axis is `format`)
+                by_axis = ", ".join(f"{a} {d:.2f}" for a, d in (m.get("drop_by_axis") or {}).items())
                 lines.append(_row([e["model"], e["baseline"], metric, *(_f(p["mean"]) for p in m["curve"]),
-                                   m["shape"], m["breaking_axis"] or "—"]))
+                                   m["shape"], m["breaking_axis"] or "—", by_axis or "—"]))
     return "\n".join(lines) + "\n"
 
 
