@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from topoeval.core.version import __version__
 
-__all__ = ["load_protocol", "run_protocol", "RunResult", "score_episode", "reward", "make_env", "export_tasks",
+__all__ = ["load_protocol", "run_protocol", "RunConfig", "RunResult", "score_episode", "reward", "make_env", "export_tasks",
            "__version__"]
 
 #: public name -> the module that defines it
@@ -27,6 +27,7 @@ _PUBLIC = {
     "load_protocol": "topoeval.protocol.loader",
     "run_protocol": "topoeval.api",
     "RunResult": "topoeval.api",
+    "RunConfig": "topoeval.runner.config",
     "score_episode": "topoeval.metrics.scoring",
     "reward": "topoeval.training.rewards",
     "make_env": "topoeval.training.env",
@@ -35,6 +36,7 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from topoeval.api import RunResult, run_protocol
+    from topoeval.runner.config import RunConfig
     from topoeval.metrics.scoring import score_episode
     from topoeval.protocol.loader import load_protocol
     from topoeval.training.env import make_env

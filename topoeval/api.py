@@ -11,10 +11,12 @@ shards' episode files into the summary and reports an unsharded run writes.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.analysis.summary import build_summary
 from topoeval.core.errors import UserError
@@ -23,36 +25,76 @@ from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.config import Executor, RunConfig
 from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
-from topoeval.runner.shards import MissingEpisodes, Shard, append_missing, combine, write_episodes, write_plan
+from topoeval.runner.shards import MissingEpisodes, append_missing, combine, write_episodes, write_plan
 from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
-__all__ = ["RunResult", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "compare_runs",
+__all__ = ["RunResult", "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "compare_runs",
            "sensitivity_matrix", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
 
 
-@dataclass
-class RunResult:
-    """What :func:`run_protocol` returns."""
+class UnknownCell(UserError, KeyError):
+    """:meth:`RunResult.cell` for a (model, topology, baseline) the run has no cell of; its message names
+    the run's models, topologies and baselines (and the closest name to a misspelt one)."""
 
-    run_dir: Path
-    summary: dict[str, Any]
-    new_episodes: int = 0
-    reused_episodes: int = 0
-    errors: int = 0
-    #: Wall seconds of the run's phases: ``setup_s`` (protocol, tasks, demos), ``episodes_s``
-    #: (the episodes themselves) and ``reports_s`` (summary, report.md, plots, report.html).
-    timing: dict[str, float] = field(default_factory=dict)
+    def __str__(self) -> str:  # KeyError would print the repr of its message
+        return str(self.args[0])
+
+
+class RunResult(BaseModel):
+    """What :func:`run_protocol` (and :func:`merge_runs`) return: where the run is and what it found."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_dir: Path = Field(description="The run folder (run.json, plan.json, episodes.jsonl, summary.json, reports).")
+    summary: dict[str, Any] = Field(description=(
+        "summary.json as written (docs/results.md): ``cells``, ``collapse``, ``headline``, ``ladder``, hashes; a "
+        "shard's partial summary has ``partial``."))
+    new_episodes: int = Field(default=0, description="Episodes this call ran (0 when everything was already there).")
+    reused_episodes: int = Field(default=0, description="Finished episodes found in the run folder and kept (resumed).")
+    errors: int = Field(default=0, description=(
+        "Episodes whose backend failed (status ``error``): left out of every statistic, retried by the next call."))
+    timing: dict[str, float] = Field(default_factory=dict, description=(
+        "Wall seconds of the run's phases: ``setup_s`` (protocol, tasks, demos), ``episodes_s`` (the episodes) and "
+        "``reports_s`` (summary, report.md, plots, report.html); ``total_s`` with workers or Ray."))
 
     @property
     def cells(self) -> list[dict[str, Any]]:
+        """summary.json's cells, one per model x baseline x topology (docs/results.md has their fields)."""
         return self.summary["cells"]
 
+    @property
+    def models(self) -> list[str]:
+        """The models of the run's cells, in run order."""
+        return list(dict.fromkeys(c["model"] for c in self.cells))
+
+    @property
+    def topologies(self) -> list[str]:
+        """The topologies of the run's cells (test topologies, then ladder steps), in run order."""
+        return list(dict.fromkeys(c["topology"] for c in self.cells))
+
+    @property
+    def baselines(self) -> list[str]:
+        """The baselines of the run's cells (``0-shot``, ``1-shot``, ...), in run order."""
+        return list(dict.fromkeys(c["baseline"] for c in self.cells))
+
     def cell(self, model: str, topology: str, baseline: str = "0-shot") -> dict[str, Any]:
+        """The cell of ``model`` on ``topology`` at ``baseline``; :class:`UnknownCell` (a KeyError and a
+        UserError) names what the run has when there is none."""
         for c in self.cells:
             if (c["model"], c["topology"], c["baseline"]) == (model, topology, baseline):
                 return c
-        raise KeyError((model, topology, baseline))
+        wrong = [(what, plural, value, have) for what, plural, value, have in (
+                 ("model", "models", model, self.models), ("topology", "topologies", topology, self.topologies),
+                 ("baseline", "baselines", baseline, self.baselines)) if value not in have]
+        parts = []
+        for what, plural, value, have in wrong:
+            close = difflib.get_close_matches(value, have, n=1)
+            parts.append(f"no {what} '{value}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                         + f"; its {plural}: {', '.join(have)}")
+        if not wrong:
+            parts.append(f"no cell of model '{model}' on topology '{topology}' at baseline '{baseline}'")
+        raise UnknownCell(f"the run in {self.run_dir} has " + "; ".join(parts))
 
 
 def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str | Policy] | tuple = (),
@@ -148,7 +190,7 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path | None = None) -> Run
     different results."""
     dirs = [Path(d) for d in run_dirs]
     if out is None and len(dirs) > 1:
-        raise UserError("merging several folders needs --out (the folder to write the merged run into)")
+        raise UserError("merging several folders needs out (the folder to write the merged run into)")
     combined = combine(dirs)
     if combined.missing:
         raise MissingEpisodes(combined.missing, len(combined.plan.keys), combined.missing_by_shard())

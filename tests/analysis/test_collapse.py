@@ -38,7 +38,7 @@ def test_collapse_numbers_by_hand():
 def test_run_writes_collapse_report_md_and_compare(tmp_path, topoeval_cmd):
     a = topoeval.run_protocol("wiki_to_travel", ["oracle", "noop"], tmp_path / "a", tasks=3, shots=[0, 1])
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert summary["schema"] == 4
+    assert summary["schema"] == 5
     oracle = next(e for e in summary["collapse"] if e["model"] == "oracle" and e["baseline"] == "0-shot")
     assert oracle["S_id"] == 1.0 and oracle["gap"] == {"travel": 0.0} and oracle["transfer_ratio"] == {"travel": 1.0}
     assert all(len(c["episode_ids"]) == c["n_episodes"] for c in a.cells)
@@ -51,3 +51,26 @@ def test_run_writes_collapse_report_md_and_compare(tmp_path, topoeval_cmd):
     other = topoeval.run_protocol("wiki_hops", ["oracle"], tmp_path / "c", tasks=1)
     proc = subprocess.run([*topoeval_cmd, "compare", str(tmp_path / "a"), str(other.run_dir)], capture_output=True, text=True)
     assert proc.returncode == 2 and "different protocols" in proc.stderr
+
+
+def test_weakest_dimension_is_named_even_when_the_id_topology_lacks_it_and_nulls_say_why():
+    """wiki_to_travel's case: wiki has only efficiency, travel has clarification too. falls_most can
+    only compare efficiency; weakest names travel's lowest dimension anyway."""
+    from topoeval.analysis.collapse import build_collapse
+
+    def cell(topology, role, success, **dims):
+        metrics = {"success": {"mean": success}, **{d: {"mean": v} for d, v in dims.items()}}
+        return {"model": "m", "baseline": "0-shot", "topology": topology, "role": role, "metrics": metrics}
+
+    entry = build_collapse([cell("wiki", "id", 0.0, efficiency=0.9),
+                            cell("travel", "ood", 0.0, efficiency=0.95, clarification=0.1, risk=0.5)])[0]
+    travel = entry["dimension_collapse"]["travel"]
+    assert travel["falls_most"] is None and travel["weakest"] == {"dimension": "clarification", "mean": 0.1}
+    assert entry["nulls"]["dimension_collapse.travel.falls_most"].startswith("no dimension falls")
+    assert entry["nulls"]["dimension_collapse.travel.clarification"] == (
+        "clarification applies on one side only: no task of the ID topology gives it a meaning")
+    assert entry["nulls"]["transfer_ratio.travel"] == "S_id is 0: the ratio S_ood / S_id is undefined"
+    assert "gap.travel" not in entry["nulls"]  # 0 - 0 is a number
+    perfect = build_collapse([cell("wiki", "id", 1.0, efficiency=1.0), cell("travel", "ood", 1.0, efficiency=1.0)])[0]
+    assert perfect["dimension_collapse"]["travel"]["weakest"] is None
+    assert perfect["nulls"]["dimension_collapse.travel.weakest"] == "every dimension that applies is at 1.0"

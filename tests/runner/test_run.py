@@ -28,7 +28,7 @@ def test_run_writes_run_json_summary_and_episodes(tmp_path, echo_protocol, fixtu
         assert key in meta
     assert meta["models"] == ["oracle", "noop"] and meta["ended"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema"] == 4 and summary["protocol"] == "echo_proto"
+    assert summary["schema"] == 5 and summary["protocol"] == "echo_proto"
     cell = res.cell("oracle", "echo-b")
     assert cell["role"] == "ood" and cell["n_tasks"] == 4 and cell["n_episodes"] == 8
     success = cell["metrics"]["success"]
@@ -277,5 +277,17 @@ def test_shots_keeps_only_the_chosen_baselines(tmp_path):
 
 
 def test_direct_path_needs_an_api_base(tmp_path):
-    with pytest.raises(UserError, match="needs --api-base"):
+    with pytest.raises(UserError, match="needs an API base.*model_options.api_base"):
         topoeval.run_protocol("wiki_hops", ["direct:some-model"], tmp_path / "r", tasks=1)
+
+
+def test_a_wrong_cell_lookup_names_what_the_run_has(tmp_path, echo_protocol, fixture_suites):
+    from topoeval.api import UnknownCell
+
+    res = topoeval.run_protocol(echo_protocol(n=1), ["oracle", "noop"], tmp_path / "run", suites_dirs=[fixture_suites])
+    assert (res.models, res.topologies, res.baselines) == (["oracle", "noop"], ["echo-a", "echo-b"], ["0-shot"])
+    with pytest.raises(UnknownCell, match="no topology 'echo-c' \\(did you mean 'echo-[ab]'\\?\\); its topologies: echo-a, echo-b"):
+        res.cell("oracle", "echo-c")
+    with pytest.raises(KeyError, match="no model 'orcale' \\(did you mean 'oracle'\\?\\); its models: oracle, noop; "
+                                       "no baseline '1-shot'.*its baselines: 0-shot"):
+        res.cell("orcale", "echo-a", "1-shot")

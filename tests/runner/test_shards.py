@@ -151,7 +151,7 @@ def test_folders_of_different_runs_are_refused(runs, tmp_path, topoeval_cmd):
     topoeval.run_protocol(PROTOCOL, ["oracle"], tmp_path / "fewer", **OPTIONS, shard="1/3")
     with pytest.raises(UserError, match="plan different episodes"):
         merge_runs([runs / "apart" / "shard2", tmp_path / "fewer"], tmp_path / "m")
-    with pytest.raises(UserError, match="needs --out"):
+    with pytest.raises(UserError, match="needs out"):
         merge_runs([runs / "apart" / "shard1", runs / "apart" / "shard2"])
 
 

@@ -7,8 +7,12 @@ few-shot demonstrations recover. One entry per model x baseline.
 - ``fewshot_recovery`` (k-shot entries): (S_ood(k) − S_ood(0)) / gap(0), the share of the zero-shot
   gap that k demonstrations close (null when the zero-shot gap is 0);
 - ``dimension_collapse``: per OOD topology, ID − OOD for dq and each decision-quality dimension
-  (over the tasks where it applies; null where it applies on one side only) and ``falls_most``
-  (the dimension with the largest positive drop; null when none falls).
+  (over the tasks where it applies; null where it applies on one side only), ``falls_most``
+  (the dimension with the largest positive drop; null when none falls), and ``weakest``: the
+  dimension with the lowest OOD mean and that mean, whether or not the ID topology has the
+  dimension (null when none applies out of distribution, or every one that does is at 1.0);
+- ``nulls``: for every null field above, why it is null (``"gap.travel": "S_ood is null: ..."``),
+  so a reader need not recompute it.
 Every number traces back to the cells' ``episode_ids``.
 """
 
@@ -33,6 +37,14 @@ def _avg(values: list[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _one_side(id_mean: float | None, ood_mean: float | None, dim: str) -> str:
+    """Why an ID − OOD difference of ``dim`` is null."""
+    if id_mean is None and ood_mean is None:
+        return f"{dim} applies on neither side"
+    side = "the ID topology" if id_mean is None else "this OOD topology"
+    return f"{dim} applies on one side only: no task of {side} gives it a meaning"
+
+
 def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -> list[dict[str, Any]]:
     by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     roles: dict[str, str] = {}
@@ -53,7 +65,16 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
             "transfer_ratio": {t: (v / s_id if v is not None and s_id else None) for t, v in s_ood.items()},
             "gap": {t: (s_id - v if v is not None and s_id is not None else None) for t, v in s_ood.items()},
             "dimension_collapse": {},
+            "nulls": {},
         }
+        for t, v in s_ood.items():
+            if v is None:
+                entry["nulls"][f"S_ood.{t}"] = "no scored episode on this topology (all in error, or none run)"
+            if s_id is None or v is None:
+                why = "S_id is null: no scored episode on the ID topology" if s_id is None else f"S_ood.{t} is null"
+                entry["nulls"][f"gap.{t}"] = entry["nulls"][f"transfer_ratio.{t}"] = why
+            elif not s_id:
+                entry["nulls"][f"transfer_ratio.{t}"] = "S_id is 0: the ratio S_ood / S_id is undefined"
         for t in ood:
             drops = {}
             for dim in QUALITY:
@@ -62,7 +83,23 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
                 drops[dim] = a - b if a is not None and b is not None else None
             falling = [d for d in DIMENSIONS if drops[d] is not None and drops[d] > 0]
             worst = max(falling, key=lambda d: drops[d], default=None)
-            entry["dimension_collapse"][t] = {**drops, "falls_most": worst}
+            ood_means = {d: _mean(topo.get(t), d) for d in DIMENSIONS}
+            applies = [d for d in DIMENSIONS if ood_means[d] is not None]
+            low = min(applies, key=lambda d: ood_means[d], default=None)  # ties: the first in DIMENSIONS
+            weakest = {"dimension": low, "mean": ood_means[low]} if low and ood_means[low] < 1.0 else None
+            entry["dimension_collapse"][t] = {**drops, "falls_most": worst, "weakest": weakest}
+            for dim in QUALITY:
+                if drops[dim] is None:
+                    entry["nulls"][f"dimension_collapse.{t}.{dim}"] = _one_side(
+                        _avg([_mean(topo.get(i), dim) for i in ids]), _mean(topo.get(t), dim), dim)
+            if worst is None:
+                entry["nulls"][f"dimension_collapse.{t}.falls_most"] = (
+                    "no dimension applies on both sides" if not any(drops[d] is not None for d in DIMENSIONS)
+                    else "no dimension falls (each that applies on both sides is as good or better out of distribution)")
+            if weakest is None:
+                entry["nulls"][f"dimension_collapse.{t}.weakest"] = (
+                    "no decision-quality dimension applies on this topology's tasks" if not applies
+                    else "every dimension that applies is at 1.0")
         if base_model and base_model != model and (base_model, baseline) in by_key:
             base = by_key[(base_model, baseline)]
             entry["vs_base"] = {t: (v - _mean(base.get(t)) if v is not None and _mean(base.get(t)) is not None else None)
@@ -75,6 +112,10 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
                 z = _mean(zero.get(t))
                 gap0 = z_id - z if z_id is not None and z is not None else None
                 recovery[t] = (v - z) / gap0 if gap0 and v is not None else None
+                if recovery[t] is None:
+                    entry["nulls"][f"fewshot_recovery.{t}"] = (
+                        "the zero-shot gap is 0: there is nothing to recover" if gap0 == 0
+                        else "a success this needs (zero-shot S_id, S_ood, or this baseline's S_ood) is null")
             entry["fewshot_recovery"] = recovery
         out.append(entry)
     return out

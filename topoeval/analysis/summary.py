@@ -13,7 +13,9 @@ from topoeval.analysis.stats import is_scored, mark_ties, metric_stats
 #: cells count them (``n_errors``, ``error_episode_ids``) and say ``incomplete`` when there are any.
 #: 4: per-cell ``diagnostics`` (training-signal diagnostics, :mod:`topoeval.analysis.diagnostics`);
 #: episodes score ``coverage`` and progress-aware parallelism/efficiency (docs/metrics.md); nothing removed.
-SCHEMA_VERSION = 4
+#: 5: each collapse entry's ``dimension_collapse`` names the OOD topology's ``weakest`` dimension
+#: (whether or not the ID topology has it), and ``nulls`` says why each null field is null.
+SCHEMA_VERSION = 5
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success",)
 

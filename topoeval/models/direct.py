@@ -41,7 +41,8 @@ class DirectPolicy(ChatPolicy):
 
     def __init__(self, model, options, name=None):
         if not options.api_base:
-            raise UserError(f"model 'direct:{model}' needs --api-base (the server's /v1 URL)")
+            raise UserError(f"model 'direct:{model}' needs an API base, the server's /v1 URL (model_options.api_base; "
+                            "--api-base on the command line)")
         super().__init__(model, options, name or f"direct:{model}")
         #: the replicas' base URLs (``.../v1``); requests go to ``<base><endpoint>``
         self.replicas = ReplicaPool([u.rstrip("/") for u in options.api_bases or [options.api_base]])

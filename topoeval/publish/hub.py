@@ -94,7 +94,7 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
     from huggingface_hub import CommitOperationAdd, HfApi
 
     if "/" not in repo_id:
-        raise UserError(f"--repo takes ORG/NAME, not '{repo_id}'")
+        raise UserError(f"repo takes ORG/NAME, not '{repo_id}'")
     api = HfApi(endpoint=endpoint)
     with tempfile.TemporaryDirectory(prefix="topoeval-publish-") as tmp:
         work = Path(tmp)

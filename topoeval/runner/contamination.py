@@ -26,6 +26,6 @@ def overlap_with_exports(exports: list[str | Path], task_sets: dict[str, list[Ta
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"--trained-on {e}: not a topoeval export ({exc})") from None
+            raise UserError(f"trained_on {e}: not a topoeval export ({exc})") from None
         out[str(e)] = len(evaluated & set(manifest.get("fingerprints", [])))
     return out

@@ -114,7 +114,7 @@ def select_tasks(protocol: Any, *, split: str = "train", n: int | None = None, t
         proto = load_protocol(protocol, registry)
     counts = getattr(proto.tasks, split, None)
     if n is None and counts is None:
-        raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give --n")
+        raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give n (topoeval export --tasks)")
     n = n if n is not None else counts.n
     seed = counts.seed if counts is not None else 0
     topo = topology_from(topology or proto.train.name, proto, suites_dirs)
