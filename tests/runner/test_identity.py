@@ -151,3 +151,14 @@ def test_a_config_is_one_object_for_the_api(tmp_path, echo_protocol, fixture_sui
     cfg = RunConfig(protocol=echo_protocol(n=1), models=["oracle"], out=tmp_path / "run", suites_dirs=[fixture_suites])
     assert topoeval.run_protocol(cfg).new_episodes == 2
     assert topoeval.run_protocol(cfg, samples=2).new_episodes == 2  # one setting changed on top of it: 2nd samples
+
+
+def test_another_tool_format_is_another_models_cells_never_a_resume(tmp_path, echo_protocol, fixture_suites, server):
+    """A format other than the backend's own is part of the model's name (MODEL@FORMAT): its episodes are
+    new cells beside the first format's, not the first format's episodes reported again."""
+    proto, out = echo_protocol(n=2), tmp_path / "run"
+    first = run(proto, out, server, fixture_suites, model_options={"tool_format": "hermes"})
+    second = run(proto, out, server, fixture_suites, model_options={"tool_format": "json"})
+    assert (first.new_episodes, second.new_episodes, second.reused_episodes) == (4, 4, 0)
+    assert set(json.loads((out / "run.json").read_text())["identity"]["models"]) == {
+        "direct:scripted@hermes", "direct:scripted@json"}

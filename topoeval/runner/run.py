@@ -162,7 +162,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
             warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
                           "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
     store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES)
-    reused = sum(1 for r in store.records.values() if is_finished(r))
+    planned_keys = {job[-1] for job in planned}  # another model's episodes in the folder are not this run's
+    reused = sum(1 for key, r in store.records.items() if is_finished(r) and key in planned_keys)
     cache_path = run_dir / (shard.cache_name if shard else "cache.sqlite")  # SQLite is per shard, not shared
     response_cache = ResponseCache(cache_path) if config.cache and not all(is_reference(m) for m in models) else None
     if response_cache is not None:
