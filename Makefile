@@ -101,11 +101,19 @@ $(VERIFIERS_STAMP): pyproject.toml
 # smollm2-135m-wiki (PROTOCOL=wiki_to_travel) or smollm2-135m-travel (PROTOCOL=travel_to_wiki).
 # TRAIN_N oracle conversations on the train split, TRAIN_EPOCHS passes; a progress bar, and a
 # checkpoint every 25 steps: rerunning the same command resumes. docs/training.md has the timings.
+# METHOD=grpo: GRPO (TRL) from the shipped SFT adapter in topoeval's own environment, reward success,
+# GRPO_STEPS steps with the settings docs/training.md sizes to about an hour on 2 cores; writes
+# adapters/smollm2-135m-<train topology>-grpo.gguf, its record and a diagnostics PNG; a checkpoint
+# every 5 steps (kept: topoeval sweep evaluates them), and the same command resumes.
+METHOD       ?= sft
 TRAIN_N      ?= 300
 TRAIN_EPOCHS ?= 2
+GRPO_STEPS   ?= 20
 TRAIN_ARGS   ?=
 train: $(STAMP)
-	$(BIN)/topoeval train $(PROTOCOL) --tasks $(TRAIN_N) --epochs $(TRAIN_EPOCHS) --out-dir adapters $(TRAIN_ARGS)
+	$(BIN)/topoeval train $(PROTOCOL) --method $(METHOD) \
+		$(if $(filter grpo,$(METHOD)),--max-steps $(GRPO_STEPS),--tasks $(TRAIN_N) --epochs $(TRAIN_EPOCHS)) \
+		--out-dir adapters $(TRAIN_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/throughput.py --rounds 16

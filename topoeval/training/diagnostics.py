@@ -12,7 +12,7 @@
 | ``completion_tokens`` | tokens the model wrote per rollout (TRL ``completions/mean_length``, env tokens excluded) |
 | ``tool_calls`` / ``invalid_calls`` / ``redundant_calls`` | per rollout (the episode's scores) |
 | ``success`` / ``dq`` / ``turns`` | per rollout (the episode's scores) |
-| ``loss`` / ``step_s`` | the step's loss and seconds |
+| ``loss`` / ``step_s`` / ``rollout_s`` | the step's loss, its seconds, and the seconds of its rollouts (the rest is the policy update) |
 
 :func:`plot_diagnostics` draws them (PNG), :func:`diagnostics_table` prints them as Markdown.
 """
@@ -29,6 +29,7 @@ KEYS = {
     "entropy": "entropy", "clip_fraction": "clip_ratio/region_mean", "completion_tokens": "completions/mean_length",
     "tool_calls": "tools/tool_calls", "invalid_calls": "tools/invalid_calls", "redundant_calls": "tools/redundant_calls",
     "success": "episode/success", "dq": "episode/dq", "turns": "episode/turns", "loss": "loss", "step_s": "step_time",
+    "rollout_s": "timing/rollout_s",
 }
 #: the panels of the plot: (title, keys)
 PANELS = [("reward (mean, std)", ("reward", "reward_std")), ("zero-std group share", ("zero_std_share",)),

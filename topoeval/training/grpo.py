@@ -29,7 +29,7 @@ import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,13 +47,13 @@ class GrpoConfig(BaseModel):
     name: str | None = Field(default=None, description="Model name of the adapter (default smollm2-135m-<train topology>-grpo).")
     init: str = Field(default="sft", description="'sft' (the shipped SFT adapter of the train topology), 'base' (a fresh LoRA), or a GGUF LoRA file.")
     n: int = Field(default=200, ge=1, description="Train-split tasks in the prompt pool (indices 0..n-1).")
-    max_steps: int = Field(default=60, ge=1, description="Optimizer steps.")
-    num_generations: int = Field(default=4, ge=2, description="Rollouts per task (the GRPO group size).")
+    max_steps: int = Field(default=20, ge=1, description="Optimizer steps.")
+    num_generations: int = Field(default=8, ge=2, description="Rollouts per task (the GRPO group size).")
     prompts_per_step: int = Field(default=2, ge=1, description="Tasks per step (rollouts per step = this x num_generations).")
     beta: float = Field(default=0.04, ge=0, description="KL coefficient to the reference (the init policy).")
-    temperature: float = Field(default=0.8, ge=0, description="Sampling temperature of the rollouts.")
+    temperature: float = Field(default=1.0, ge=0, description="Sampling temperature of the rollouts.")
     top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling of the rollouts.")
-    learning_rate: float = Field(default=2e-5, gt=0, description="Learning rate (constant).")
+    learning_rate: float = Field(default=5e-5, gt=0, description="Learning rate (constant).")
     reward: str | dict[str, float] = Field(default="success", description="Episode metric (or weights of metrics) the reward is.")
     max_turns: int = Field(default=6, ge=1, description="Turns per rollout episode.")
     max_tool_calls: int = Field(default=12, ge=1, description="Tool calls per rollout episode.")
@@ -63,7 +63,7 @@ class GrpoConfig(BaseModel):
     lora_alpha: int = Field(default=32, ge=1, description="LoRA alpha.")
     seed: int = Field(default=0, description="Seed of the task order, the sampling and a fresh LoRA.")
     base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint folder.")
-    save_steps: int = Field(default=10, ge=1, description="Checkpoint every this many steps (resume points and sweep points).")
+    save_steps: int = Field(default=5, ge=1, description="Checkpoint every this many steps (resume points and sweep points).")
     threads: int | None = Field(default=None, ge=1, description="torch threads (default: torch's choice).")
     work_dir: Path | None = Field(default=None, description="Working folder (default ./runs/train/<name>).")
     out_dir: Path | None = Field(default=None, description="Where the GGUF adapter, its record and plot go (default ./runs/adapters).")
@@ -72,6 +72,8 @@ class GrpoConfig(BaseModel):
     progress: bool = Field(default=True, description="Show TRL's progress bar.")
 
 
+#: episodes per forward/backward pass of the policy update (bounds the memory of the logits)
+MICRO_BATCH = 2
 #: settings that do not change what is trained (left out of the resume identity)
 _NOT_IDENTITY = {"work_dir", "out_dir", "gguf", "fresh", "threads", "save_steps", "progress"}
 
@@ -164,10 +166,16 @@ def make_trainer(cfg: GrpoConfig, model: Any, peft_config: Any, tokenizer: Any, 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    batch = cfg.prompts_per_step * cfg.num_generations
+    # all of a step's rollouts are generated together (one padded batch per turn); the loss, the
+    # reference's and the entropy's forward passes take MICRO_BATCH episodes at a time (gradient
+    # accumulation): a pass over 8 episodes of ~1,000 tokens holds 8 x 1,000 x 49k-vocabulary logits
+    # and their softmaxes, which peaked at 15.8 GB resident (measured, docs/training.md)
+    rollouts_per_step = cfg.prompts_per_step * cfg.num_generations
+    micro = MICRO_BATCH if rollouts_per_step % MICRO_BATCH == 0 else 1
     args = GRPOConfig(
-        output_dir=str(output_dir), max_steps=cfg.max_steps, per_device_train_batch_size=batch,
-        gradient_accumulation_steps=1, num_generations=cfg.num_generations, learning_rate=cfg.learning_rate,
+        output_dir=str(output_dir), max_steps=cfg.max_steps, per_device_train_batch_size=micro,
+        gradient_accumulation_steps=rollouts_per_step // micro, steps_per_generation=rollouts_per_step // micro,
+        num_generations=cfg.num_generations, learning_rate=cfg.learning_rate,
         lr_scheduler_type="constant", warmup_steps=0, beta=cfg.beta, temperature=max(cfg.temperature, 1e-3),
         top_p=cfg.top_p, max_completion_length=cfg.max_completion_tokens, logging_steps=1, save_strategy="steps",
         save_steps=cfg.save_steps, save_total_limit=None, seed=cfg.seed, data_seed=cfg.seed, use_cpu=True,
@@ -246,6 +254,7 @@ def _fit(cfg: GrpoConfig, protocol: Any, p_hash: str, topology: Any, name: str, 
                     "per_step": round(train_s / max(1, steps - _step_of(resume)), 1),
                     "total": round(time.perf_counter() - started, 1)},
         "torch_threads": torch.get_num_threads(),
+        "max_rss_mb": _max_rss_mb(),
         "adapter_gguf": {"file": gguf_path.name, "bytes": gguf_path.stat().st_size,
                          "sha256": _file_sha256(gguf_path)} if gguf_path else None,
         "versions": _versions(),
@@ -259,8 +268,15 @@ def _fit(cfg: GrpoConfig, protocol: Any, p_hash: str, topology: Any, name: str, 
     return TrainResult(name=name, adapter_dir=adapter_dir, gguf=gguf_path, record=record, record_path=record_path)
 
 
+def _max_rss_mb() -> int | None:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def _step_of(checkpoint: str | None) -> int:
     return int(Path(checkpoint).name.split("-")[1]) if checkpoint else 0
 
 
-Method = Literal["sft", "grpo"]

@@ -28,6 +28,7 @@ which this path does not use.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from topoeval.models.llamacpp_tools import CALL_PREFIX, END, MESSAGE_PREFIX, START
@@ -97,6 +98,7 @@ class Rollouts:
         from topoeval.models.llamacpp_template import inference_text
 
         tok = trainer.processing_class
+        started = time.perf_counter()
         episodes = []
         for prompt in prompts:
             env = self._env()
@@ -118,6 +120,7 @@ class Rollouts:
             for key in ROLLOUT_FIELDS:
                 group = "tools" if key.endswith("calls") else "episode"
                 metrics[mode][f"{group}/{key}"].append(sum(r[key] for r in rows) / len(rows))
+            metrics[mode]["timing/rollout_s"].append(time.perf_counter() - started)
         out: dict[str, Any] = {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.ids for e in episodes],
