@@ -4,6 +4,7 @@ repro: the same folder with another --temperature reported "0 new episodes, 6 re
 
 import asyncio
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -40,6 +41,7 @@ SETTINGS = [
     ("top_p", 1.0, 0.5),
     ("max_tokens", 256, 512),
     ("max_turns", 4, 6),
+    ("shots", [0], [0, 1]),
     ("tool_mode", "native", "prompt"),
     ("n_ctx", 4096, 8192),
 ]
@@ -49,14 +51,17 @@ SETTINGS = [
 def test_a_folder_run_under_another_setting_is_refused_by_name(tmp_path, echo_protocol, fixture_suites, server,
                                                                setting, first, second):
     proto, out = echo_protocol(n=2), tmp_path / "run"
+    if setting == "shots":  # a protocol with a few-shot baseline to leave out
+        proto.write_text(proto.read_text().replace("shots: [0]", "shots: [0, 1]"))
 
     def settings(value):
         return {"model_options": {setting: value}} if setting in ModelOptions.EPISODE_FIELDS else {setting: value}
 
-    assert run(proto, out, server, fixture_suites, **settings(first)).new_episodes == 4
+    n = 4 * len(first) if setting == "shots" else 4
+    assert run(proto, out, server, fixture_suites, **settings(first)).new_episodes == n
     again = run(proto, out, server, fixture_suites, **settings(first))
-    assert (again.new_episodes, again.reused_episodes) == (0, 4)
-    with pytest.raises(UserError, match=f"run with {setting} {first!r}, this run asks for {second!r}; use another out"):
+    assert (again.new_episodes, again.reused_episodes) == (0, n)
+    with pytest.raises(UserError, match=re.escape(f"run with {setting} {first!r}, this run asks for {second!r}; use another out")):
         run(proto, out, server, fixture_suites, **settings(second))
     assert json.loads((out / "run.json").read_text())["identity"]["settings"][setting] == first
 

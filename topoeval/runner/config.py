@@ -146,7 +146,7 @@ class RunConfig(BaseModel):
         return {
             "temperature": protocol.sampling.temperature, "top_p": protocol.sampling.top_p,
             "max_turns": protocol.limits.max_turns, "max_tokens": protocol.limits.max_tokens,
-            "decoding_version": DECODING_VERSION, **opts.episode_settings(),
+            "shots": list(protocol.baselines.shots), "decoding_version": DECODING_VERSION, **opts.episode_settings(),
             **UserSettings(model=self.user_model).identity(),  # nothing for the default user
         }
 
