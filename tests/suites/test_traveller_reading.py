@@ -91,6 +91,8 @@ def test_reading_is_deterministic():
     ("What do you mean?", []),  # not 'within your means'
     ("Is 2026-03-12 fine?", ["dates"]),  # a date, not a flight id
     ("What is your date of birth?", []),
+    ("What is the best airline to fly from Lisbon to Oslo?", ["airline"]),  # states the route, asks the airline
+    ("Are you flying from Lisbon?", ["route"]),
 ])
 def test_words_that_look_like_cues(question, slots):
     t = traveller()

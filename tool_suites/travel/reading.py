@@ -230,8 +230,10 @@ class Reader:
         if (ws & AIRLINE or self._names_airline(words) or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}):
             out.append("airline")
-        leave_from = any(a in (stem("leave"), stem("depart"), stem("fly"), stem("travel")) and b == "from"
-                         for a, b in pairs) or ("from", "which") in pairs or ("from", "where") in pairs
+        # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
+        leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
+                         and words[i + 1] == "from" and (i + 2 == len(words) or words[i + 2] not in self._cities)
+                         for i in range(len(words) - 1)) or ("from", "which") in pairs or ("from", "where") in pairs
         birth = stem("birth") in ws or stem("born") in ws or stem("birthday") in ws
         window = any(a in (stem("travel"), stem("time"), stem("date")) and b == stem("window") for a, b in pairs)
         # "may" is the month only next to a date ("in May", "May 3"), not "may I ask"
@@ -243,7 +245,8 @@ class Reader:
             out.append("dates")
         where = ("where" in ws or ws & PLACES) and ws & TRAVEL_VERBS
         routed = ws & ROUTE and not any(a == "this" and b in ROUTE for a, b in pairs)  # "for this route"
-        if routed or where or leave_from or ws & self._cities or (stem("start"), stem("point")) in pairs:
+        named_city = ws & self._cities and not out  # a city the question is about, not one it mentions
+        if routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs:
             out.append("route")
         return out
 
