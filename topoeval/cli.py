@@ -138,26 +138,9 @@ def merge(
     print_success_table(result.summary, console)
 
 
-@app.command()
-def validate(
-    files: Annotated[list[Path], typer.Argument(help="Protocol YAML files.")],
-    suites_dir: SuitesDir = None,
-) -> None:
-    """Check protocol files; each problem is one line 'file:line field: message' (exit 2)."""
-    from topoeval.protocol.discovery import SuiteRegistry
-    from topoeval.protocol.loader import load_protocol
+from topoeval.commands.validate import validate  # noqa: E402
 
-    registry = SuiteRegistry(suites_dir or ())
-    failed = False
-    for f in files:
-        try:
-            load_protocol(f if f.suffix in (".yaml", ".yml") or f.exists() else str(f), registry)
-            typer.echo(f"{f}: ok")
-        except UserError as exc:
-            failed = True
-            typer.echo(str(exc), err=True)
-    if failed:
-        raise typer.Exit(2)
+app.command("validate")(validate)
 
 
 @app.command()

@@ -153,3 +153,24 @@ def test_params_that_contradict_the_transforms_are_named(registry):
                         "    suite: travel\n    params: {user: false}\n    transforms: [{name: hide_slots, args: {slots: [budget]}}]\n")
     (line,) = errors_of(text, registry)
     assert line.startswith("x.yaml:12 test[1].params: with the transforms:") and "'hide' needs user: true" in line
+
+
+def test_a_default_the_user_never_wrote_is_named_as_a_default_with_the_fix(tmp_path):
+    """tasks.fewshot.n defaults to 8: on a topology without a fewshot split, the error says it is the
+    default and how to fix it (issue 27's mcp-server-time example with few-shot baselines)."""
+    pytest.importorskip("mcp_server_time", reason="mcp-server-time is not installed (the mcp extra has it)")
+    from pathlib import Path
+
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    example = Path(__file__).resolve().parents[1] / "fixtures" / "mcp" / "time"
+    text = (example / "protocol.yaml").read_text().replace("tasks: tasks.yaml", f"tasks: {example / 'tasks.yaml'}")
+    with pytest.raises(ProtocolErrors) as err:
+        parse_protocol(text + "baselines: {shots: [0, 2]}\n", "t.yaml", SuiteRegistry())
+    (line,) = err.value.lines
+    assert ("tasks.fewshot.n is 8 (the default: the protocol does not set it) but the fewshot split of 'time_test' "
+            "(mcp), where demonstrations for baselines.shots [0, 2] come from, holds 0 tasks: give the topology "
+            "fewshot tasks, or set baselines.shots to [0] (no demonstrations)") in line
+    written = text.replace("tasks: {test: {n: 3}}", "tasks: {test: {n: 3}, fewshot: {n: 2}}")
+    with pytest.raises(ProtocolErrors, match=r"tasks.fewshot.n is 2 but"):  # written by the user: no 'default'
+        parse_protocol(written + "baselines: {shots: [0, 2]}\n", "t.yaml", SuiteRegistry())

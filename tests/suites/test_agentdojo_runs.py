@@ -92,7 +92,7 @@ def test_a_test_count_above_the_pool_is_a_protocol_error_naming_its_size():
     assert err.value.lines == [
         "p.yaml:4 test[0]: tasks.test.n is 6 but the test split of 'banking' (agentdojo) holds 5 tasks",
         "p.yaml:6 tasks.fewshot.n: tasks.fewshot.n is 3 but the fewshot split of 'banking' (agentdojo), "
-        "where demonstrations come from, holds 2 tasks",
+        "where demonstrations for baselines.shots [0, 1] come from, holds 2 tasks: set tasks.fewshot.n to 2 or fewer",
     ]
     with pytest.raises(ProtocolErrors, match=r"p.yaml:5 test\[1\].n_tasks: n_tasks is 11 but the test split of "
                                              r"'slack' \(agentdojo\) holds 10 tasks"):

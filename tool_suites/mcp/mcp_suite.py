@@ -14,6 +14,7 @@ Subclass :class:`McpSuite` and set ``default_params`` to give another server its
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 import tempfile
@@ -42,7 +43,7 @@ _LISTINGS: dict[str, list[Any]] = {}
 def list_server_tools(params: McpParams) -> list[Any]:
     """The server's tool listing (``mcp.types.Tool``), from one probe start on the first task's
     fixture; cached per server and task file for the life of the process."""
-    key = json.dumps([params.server.model_dump(mode="json"), params.tasks], sort_keys=True)
+    key = json.dumps([params.server.model_dump(mode="json"), str(params.task_path())], sort_keys=True)
     if key not in _LISTINGS:
         tf = params.task_file()
         root = Path(tempfile.mkdtemp(prefix="topoeval-mcp-probe-"))
@@ -121,6 +122,28 @@ class McpSuite(Suite):
     def tools_for(self, params: BaseModel) -> list[ToolSpec]:
         assert isinstance(params, McpParams)
         return self._annotated(params)[0]
+
+    def task_problems(self, params: BaseModel) -> list[str]:
+        """A gold call or a check naming a tool the topology does not offer (misspelled, hidden by
+        the overlay, or ``ask_user`` where no task has anything to ask): one line per mistake."""
+        assert isinstance(params, McpParams)
+        offered = sorted(t.name for t in self.tools_for(params))
+        served = {t.name for t in list_server_tools(params)}
+        out = []
+        for spec in params.task_file().tasks:
+            uses = [(f"gold call '{g.id}'", g.tool) for g in spec.gold]
+            uses += [(f"check {i + 1}", c.tool) for i, c in enumerate(spec.checks) if c.tool is not None]
+            for what, tool in uses:
+                if tool in offered or (what.startswith("check") and tool in served):
+                    continue
+                why = ("which the overlay hides" if tool in served else
+                       "but no task has hidden slots and no tool needs confirmation, so ask_user is not offered"
+                       if tool == ASK_USER else "which the server does not offer")
+                close = difflib.get_close_matches(tool, offered, n=1, cutoff=0.6)
+                hint = f" (did you mean '{close[0]}'?)" if close else f" (tools: {', '.join(offered)})"
+                out.append(f"{params.tasks}: task '{spec.name}': {what} uses tool '{tool}', {why}"
+                           f"{hint if tool != ASK_USER else ''}")
+        return out
 
     def topology_for(self, params: BaseModel) -> TopologyDescriptor:
         """Derived: state and reversibility from the tools' effects, the user from hidden slots, the
@@ -207,13 +230,15 @@ class McpSuite(Suite):
         return McpWorld(task.data)
 
     def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
-        """success: every check passes and the answer (if any) is right; partial: the share of those."""
+        """success: every check passes and the answer (if any) is right; partial: the share of those.
+        A reference policy whose own gold plan errored says so (``oracle.PLAN_FAILED``) and fails."""
         assert isinstance(world, McpWorld)
         d = task.data
         results = [world.check(Check.model_validate(c))[0] for c in d["checks"]]
         if d["answer"] is not None or d["answer_contains"]:
             results.append(answer_ok(final_answer, d["answer"], d["answer_aliases"], d["answer_contains"]))
-        return {"success": float(all(results)), "partial": sum(results) / len(results)}
+        failed = (final_answer or "").startswith(oracles.PLAN_FAILED)
+        return {"success": float(all(results) and not failed), "partial": sum(results) / len(results)}
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """Reference policies: see :mod:`.oracle`."""

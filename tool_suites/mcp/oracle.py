@@ -8,11 +8,13 @@
 - ``oracle-serial`` / ``oracle-redundant``: the gold plan, one call per turn / every read twice.
 - ``oracle-no-priority``: the oracle (MCP tasks have no trade-offs).
 
-Every variant stops when the user refuses a confirmation.
+Every variant stops when the user refuses a confirmation, and when a call of its plan errors
+(it then says so: :data:`PLAN_FAILED`, and the task fails).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from topoeval.core.gold import tool_results
@@ -24,6 +26,21 @@ from topoeval.policies.oracle import next_calls
 from .annotations import ASK_USER
 
 GAVE_UP = "I could not finish this without more details from you."
+#: How every variant ends a task whose own gold plan errored (a misspelled tool, arguments the
+#: server rejects): the task then fails (:meth:`McpSuite.score`), it is not passed on a repeated answer.
+PLAN_FAILED = "The task's gold plan failed: "
+
+
+def plan_error(messages: list[dict[str, Any]]) -> str | None:
+    """``"tool: error"`` for the first answered call whose result is an error, else None."""
+    for name, _, text in tool_results(messages):
+        try:
+            result = json.loads(text)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(result, dict) and set(result) == {"error"}:
+            return f"{name}: {result['error']}"
+    return None
 
 
 def plan(task: Task, variant: str) -> list[GoldCall]:
@@ -62,6 +79,9 @@ def refused(messages: list[dict[str, Any]]) -> bool:
 def next_message(task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
     if refused(messages):
         return final("You did not confirm, so I stopped.")
+    error = plan_error(messages)
+    if error is not None:
+        return final(PLAN_FAILED + error)
     steps = plan(task, variant)
     reply = next_calls(steps, messages, tool_specs(task), variant)
     if reply is not None:

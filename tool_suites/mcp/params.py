@@ -1,6 +1,7 @@
 """The parameters of an ``mcp`` topology: which server, which task file, which overlay.
 
-Relative paths are looked up in the current folder, then in this suite's folder (where the shipped
+Relative paths are looked up in the protocol file's folder (the current folder for a topology not
+loaded from a protocol file), then in this suite's folder (where the shipped
 example lives), wherever the suite is installed: ``tool_suites/mcp/git/tasks.yaml``, as the shipped
 protocols spell it (the repository's layout), names ``git/tasks.yaml`` of this folder. With no parameters at all the topology is the shipped
 example: ``mcp-server-git`` served in-process on ``git/tasks.yaml`` with ``git/overlay.yaml``.
@@ -14,9 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PrivateAttr, model_validator
 
 from topoeval.core.errors import UserError
+from topoeval.core.paths import current_protocol_folder, relative_base
 
 from .annotations import Overlay, load_overlay
 from .taskfile import TaskFile, load_task_file
@@ -102,14 +104,17 @@ class ServerSpec(BaseModel):
         return server
 
 
-def find_file(given: str) -> Path:
-    """A parameter path: absolute, or relative to the current folder or to this suite's folder."""
+def find_file(given: str, folder: Path | None = None) -> Path:
+    """A parameter path: absolute, or relative to the protocol file's folder (``folder``; the
+    current folder for a topology not loaded from a file), then to this suite's folder."""
     p = Path(given)
     own = SUITE_DIR / p.relative_to(REPO_SPELLING) if p.is_relative_to(REPO_SPELLING) else SUITE_DIR / p
-    for candidate in ([p] if p.is_absolute() else [Path.cwd() / p, own]):
+    base = relative_base(folder)
+    for candidate in ([p] if p.is_absolute() else [base / p, own]):
         if candidate.is_file():
             return candidate
-    raise ValueError(f"no such file: {given}")
+    where = "" if p.is_absolute() else f" (looked in {base}{'' if folder is None else ', the protocol’s folder'})"
+    raise ValueError(f"no such file: {given}{where}")
 
 
 class McpParams(BaseModel):
@@ -132,15 +137,22 @@ class McpParams(BaseModel):
             raise ValueError("'server' is required (a stdio command or an in-process factory)")
         return raw
 
+    #: the protocol file's folder, where relative paths are read from (None: the current folder)
+    _folder: Path | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
     def _files_readable(self) -> "McpParams":
-        load_task_file(find_file(self.tasks))
+        self._folder = current_protocol_folder()
+        load_task_file(find_file(self.tasks, self._folder))
         if self.overlay is not None:
-            load_overlay(find_file(self.overlay))
+            load_overlay(find_file(self.overlay, self._folder))
         return self
 
+    def task_path(self) -> Path:
+        return find_file(self.tasks, self._folder)
+
     def task_file(self) -> TaskFile:
-        return load_task_file(find_file(self.tasks))
+        return load_task_file(self.task_path())
 
     def overlay_file(self) -> Overlay:
-        return load_overlay(find_file(self.overlay) if self.overlay else None)
+        return load_overlay(find_file(self.overlay, self._folder) if self.overlay else None)

@@ -275,6 +275,12 @@ class Suite(ABC):
     def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
         return self.Params.model_validate(params or {})
 
+    def task_problems(self, params: BaseModel) -> list[str]:
+        """Mistakes in the suite's own task data under these parameters, one line each (a gold call
+        naming a tool the topology does not offer, ...). ``topoeval validate`` and every protocol
+        load report them as protocol errors. Default: none (generated tasks are checked by tests)."""
+        return []
+
     def tools_for(self, params: BaseModel) -> list[ToolSpec]:
         """Tools offered under these parameters (default: the manifest's). A suite whose tool list
         depends on its parameters overrides this; the runner sees the result through

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from topoeval.protocol.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
 from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.core.paths import protocol_folder
 from topoeval.protocol.schema import Protocol
 from topoeval.core.suite import canonical_json
 
@@ -33,11 +34,13 @@ def load_protocol(path_or_name: str | Path, registry: SuiteRegistry | None = Non
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_protocol(text, str(path), registry or SuiteRegistry())
+    return parse_protocol(text, str(path), registry or SuiteRegistry(), folder=path.resolve().parent)
 
 
-def parse_protocol(text: str, filename: str, registry: SuiteRegistry) -> Protocol:
-    """Validate protocol YAML ``text``; ``filename`` only labels the errors."""
+def parse_protocol(text: str, filename: str, registry: SuiteRegistry, folder: str | Path | None = None) -> Protocol:
+    """Validate protocol YAML ``text``; ``filename`` only labels the errors. ``folder``: where
+    relative paths in the topologies' parameters are read from (the protocol file's folder; None:
+    the current directory)."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -58,7 +61,11 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry) -> Protoco
         errors += [(tuple(e["loc"]), _message(e)) for e in exc.errors()]
         protocol = None
     if protocol is not None:
-        errors += semantic_errors(protocol, registry)
+        if folder is not None:
+            for topo in [protocol.train, *protocol.test, *protocol.ladder]:
+                topo._folder = str(folder)
+        with protocol_folder(folder):
+            errors += semantic_errors(protocol, registry)
     if errors:
         raise ProtocolErrors([f"{filename}:{_line_of(root, loc)} {format_loc(loc)}: {msg}" for loc, msg in errors])
     return protocol
@@ -111,10 +118,16 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
         suite = registry.get(topo.suite)
         params_ok = True
         try:
-            suite.parse_params(topo.params)
+            parsed = suite.parse_params(topo.params)
         except ValidationError as exc:
             params_ok = False
             errors += [((*loc, "params", *e["loc"]), _message(e)) for e in exc.errors()]
+        else:  # the suite's own task data against its tools (e.g. a gold plan's misspelled tool)
+            try:
+                errors += [((*loc, "params"), problem) for problem in suite.task_problems(parsed)
+                           if all(problem != msg for _, msg in errors)]
+            except UserError:  # the tools cannot be listed (a server that does not start): the episodes say so
+                pass
         for j, tr in enumerate(topo.transforms):
             if tr.name not in transforms:
                 hint = did_you_mean(tr.name, sorted(transforms)) or (
@@ -183,8 +196,14 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
         for loc, topo in donors:
             pool = size(loc, "fewshot") if loc in sized else None
             if pool is not None and protocol.tasks.fewshot.n > pool:
-                errors.append((("tasks", "fewshot", "n"), f"tasks.fewshot.n is {protocol.tasks.fewshot.n} but the "
-                               f"fewshot split of {label(topo)}, where demonstrations come from, holds {pool} tasks"))
+                written = "fewshot" in protocol.tasks.model_fields_set and "n" in protocol.tasks.fewshot.model_fields_set
+                what = f"tasks.fewshot.n is {protocol.tasks.fewshot.n}" + (
+                    "" if written else " (the default: the protocol does not set it)")
+                fix = (f"set tasks.fewshot.n to {pool} or fewer" if pool else
+                       "give the topology fewshot tasks, or set baselines.shots to [0] (no demonstrations)")
+                errors.append((("tasks", "fewshot", "n"), f"{what} but the fewshot split of {label(topo)}, where "
+                               f"demonstrations for baselines.shots {protocol.baselines.shots} come from, holds "
+                               f"{pool} tasks: {fix}"))
     for split in ("train", "dev"):
         spec = getattr(protocol.tasks, split)
         pool = size(("train",), split) if spec is not None and ("train",) in sized else None

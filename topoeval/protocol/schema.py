@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_serializer
 
 #: Metrics a protocol may request; every episode computes all of them anyway.
 KNOWN_METRICS = (
@@ -51,6 +51,9 @@ class TopologySpec(_Strict):
     )
     params: dict[str, Any] = Field(default_factory=dict, description="Suite parameters (validated by the suite).")
     transforms: list[TransformSpec] = Field(default_factory=list, description="Transforms, applied in order.")
+    #: Folder of the protocol file this topology comes from (relative paths in ``params`` are read
+    #: from there: :mod:`topoeval.core.paths`); None for a topology not loaded from a file.
+    _folder: str | None = PrivateAttr(default=None)
     role: Literal["id", "ood", "ladder"] | None = Field(
         default=None, description="For test topologies: in distribution, out of distribution, or a ladder step."
     )

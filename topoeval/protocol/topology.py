@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from topoeval.core.paths import protocol_folder
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.schema import TopologySpec
 from topoeval.core.suite import Split, Suite, Task
@@ -35,7 +36,8 @@ class ResolvedTopology:
 def resolve(spec: TopologySpec, registry: SuiteRegistry) -> ResolvedTopology:
     """Apply the transforms, parse the params, and fix the tool list and topology they give."""
     suite = apply_transforms(registry.get(spec.suite), spec.transforms)
-    params = suite.parse_params(spec.params)
+    with protocol_folder(spec._folder):  # relative paths in params: from the protocol file's folder
+        params = suite.parse_params(spec.params)
     tools, topology = suite.tools_for(params), suite.topology_for(params)
     if tools != suite.tools or topology != suite.manifest.topology:
         suite = SuiteView(suite, tools=tools, topology=topology)
