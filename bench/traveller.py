@@ -2,8 +2,11 @@
 
     .venv/bin/python bench/traveller.py            # accuracy per split and label kind, then µs a question
 
-The corpus is tests/suites/data/traveller_questions.tsv (235 questions, written before the matcher and
-independently of its word lists; every third one is held out: nothing was tuned on it). A slot question
+The corpus is tests/suites/data/traveller_questions*.tsv (426 questions, written before the matcher and
+independently of its word lists): ``dev`` (the first file less every third question) was tuned on;
+``heldout`` (every third question of the first file), ``fresh`` and ``final`` (the other two files) were
+each written before the round that measured them once, then became tuning data (docs/suites.md gives
+the first-measured figures). A slot question
 is right when the traveller answers exactly its labelled slots; a ``none`` question when it maps to no
 slot; a confirmation when it is read as a confirmation of the labelled flight. Timing: every question
 asked ``--rounds`` times through ``Traveller.ask`` (the events list cleared between rounds).
