@@ -167,3 +167,13 @@ def test_another_tool_format_is_another_models_cells_never_a_resume(tmp_path, ec
     assert (first.new_episodes, second.new_episodes, second.reused_episodes) == (4, 4, 0)
     assert set(json.loads((out / "run.json").read_text())["identity"]["models"]) == {
         "direct:scripted@hermes", "direct:scripted@json"}
+
+
+def test_the_cache_salt_keeps_to_what_changes_a_reply():
+    """A turn limit or a baseline changes which requests a run makes, not the reply to one: a cache seeded
+    from another protocol's run still answers; the decoding version and the tool mode do change it."""
+    base = {"settings": {"decoding_version": 1, "tool_mode": "auto", "n_ctx": 8192, "max_turns": 12, "shots": [0]},
+            "models": {"m": {}}}
+    other_limits = {**base, "settings": {**base["settings"], "max_turns": 6, "shots": [0, 1]}}
+    prompt_mode = {**base, "settings": {**base["settings"], "tool_mode": "prompt"}}
+    assert cache_salt(base, "m") == cache_salt(other_limits, "m") != cache_salt(prompt_mode, "m")

@@ -10,8 +10,8 @@ The identity holds:
 
 - the protocol as run (its sha256: ``shots``, ``max_turns``, ``max_tokens``, ``temperature`` and
   ``top_p`` are applied to it first, see :meth:`RunConfig.effective_protocol`) and the task set;
-- ``settings``: the effective sampling and limits (so a change is named, not just "another
-  protocol"), the tool mode, the local context window, :data:`DECODING_VERSION`, and the user
+- ``settings``: the effective sampling, limits and baselines (so a change is named, not just
+  "another protocol"), the tool mode, the local context window, :data:`DECODING_VERSION`, and the user
   model with its instruction version when one plays the user (``user_model``);
 - ``models``: per model, what its name alone does not fix — adapter weights, and a local model's
   inference fingerprint (llama.cpp build, CPU features, slots, context, threads).
@@ -172,10 +172,19 @@ def digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
+#: The identity settings that change the reply to one request beyond what the cache key already holds
+#: (model, messages, tools, sampling): the harness's prompt/decoding code and the model options that
+#: decide what is sent (:attr:`ModelOptions.EPISODE_FIELDS`). Turn limits, baselines and the user
+#: change which requests are made, not their replies, so a cache seeded from another protocol's run
+#: (``make leaderboard``'s reverse direction) still answers them.
+CACHE_SETTINGS = ("decoding_version", *ModelOptions.EPISODE_FIELDS)
+
+
 def cache_salt(identity: dict[str, Any], model: str) -> str:
-    """What a model's response-cache keys are salted with: the run's settings and that model's identity
-    (the prompt/decoding version, tool mode, context, its inference fingerprint)."""
-    return digest([identity["settings"], identity["models"].get(model, {})])
+    """What a model's response-cache keys are salted with: :data:`CACHE_SETTINGS` and that model's
+    identity (its adapter weights, a local model's inference fingerprint)."""
+    settings = identity["settings"]
+    return digest([{k: settings.get(k) for k in CACHE_SETTINGS}, identity["models"].get(model, {})])
 
 
 def check_identity(run_dir: Path, before: dict[str, Any] | None, now: dict[str, Any]) -> None:
