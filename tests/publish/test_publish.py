@@ -189,3 +189,11 @@ def test_every_config_loads_with_load_dataset_also_after_a_merge(mixed_runs, tmp
     # the second publish merged: both task sets of noop, the first run's rows kept
     assert len({r["task_set_sha256"] for r in loaded["results"].to_list() if r["model"] == "noop"}) == 2
     assert "| flaky (incomplete: 4 err) |" in (two / "README.md").read_text()
+
+
+def test_the_reproduce_command_carries_sampling_overrides():
+    from topoeval.publish.tables import reproduce_command
+
+    meta = {"protocol": {"name": "wiki_hops"}, "overrides": {"tasks": 2, "temperature": 0.7, "top_p": 0.9}}
+    assert reproduce_command(meta, "m", "1-shot") == ("topoeval run wiki_hops --model m --shots 1 --tasks 2 "
+                                                      "--temperature 0.7 --top-p 0.9")

@@ -35,7 +35,7 @@ def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
     if shots:
         parts.append(f"--shots {shots.group(1)}")
     for key, flag in (("tasks", "--tasks"), ("samples", "--samples"), ("max_turns", "--max-turns"),
-                      ("max_tokens", "--max-tokens")):
+                      ("max_tokens", "--max-tokens"), ("temperature", "--temperature"), ("top_p", "--top-p")):
         if key in meta.get("overrides", {}):
             parts.append(f"{flag} {meta['overrides'][key]}")
     return " ".join(parts)
