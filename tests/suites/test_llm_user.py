@@ -120,3 +120,5 @@ def test_user_agreement_per_slot(tmp_path, topoeval_cmd):
 def test_user_agreement_user_errors(tmp_path):
     with pytest.raises(UserError, match="no run.json"):
         user_agreement(tmp_path, USER)
+    with pytest.raises(UserError, match="a reference policy cannot play the user"):
+        topoeval.run_protocol("wiki_to_travel", ["oracle"], tmp_path / "r", tasks=2, shots=[0], user_model="oracle")

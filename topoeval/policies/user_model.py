@@ -15,6 +15,7 @@ import asyncio
 import threading
 from typing import Any
 
+from topoeval.core.errors import UserError
 from topoeval.core.policy import EpisodeContext, SamplingParams
 from topoeval.core.suite import WorldError
 
@@ -29,8 +30,11 @@ class UserModel:
     """One model behind the simulated user (see the module docstring)."""
 
     def __init__(self, name: str, options: Any = None):
-        from topoeval.policies.registry import make_policy
+        from topoeval.policies.registry import is_reference, make_policy
 
+        if is_reference(name):
+            raise UserError(f"--user-model {name}: a reference policy cannot play the user; give a language model "
+                            "(a litellm name, direct:NAME, smollm2-135m)")
         self.name = name
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"user-model:{name}", daemon=True)
