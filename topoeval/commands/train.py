@@ -26,7 +26,7 @@ def train(
     method: Annotated[str, typer.Option(help="sft (oracle conversations) or grpo (RL in topoeval's environment).")] = "sft",
     n: Annotated[Optional[int], typer.Option("--tasks", min=1, help="Train-split tasks (sft: the oracle's conversations, default 300; grpo: the prompt pool, default 200).")] = None,
     epochs: Annotated[float, typer.Option(min=0.01, help="sft: passes over the conversations.")] = 2.0,
-    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; grpo: default 20).")] = None,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; grpo: default 16).")] = None,
     data: Annotated[Optional[list[Path]], typer.Option(help="sft: more `topoeval export --format sft` folders (repeatable).")] = None,
     learning_rate: Annotated[Optional[float], typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo 5e-5).")] = None,
     init: Annotated[str, typer.Option(help="grpo: start from 'sft' (the shipped SFT adapter), 'base', or a GGUF LoRA file.")] = "sft",
@@ -41,7 +41,7 @@ def train(
     seed: Annotated[int, typer.Option(help="Seed of the adapter's initialisation, the data order and (grpo) sampling.")] = 0,
     name: Annotated[Optional[str], typer.Option(help="Adapter model name (default smollm2-135m-<train topology>[-grpo]).")] = None,
     base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
-    save_steps: Annotated[Optional[int], typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo 5).")] = None,
+    save_steps: Annotated[Optional[int], typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo 4).")] = None,
     threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads.")] = None,
     out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default ./runs/adapters; make train: adapters/).")] = None,
     work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
@@ -83,7 +83,7 @@ def _grpo(protocol: str, command: str, **opts) -> None:
     from topoeval.training.diagnostics import summary
     from topoeval.training.grpo import GrpoConfig, train_grpo
 
-    defaults = {"n": 200, "max_steps": 20, "learning_rate": 5e-5, "save_steps": 5}
+    defaults = {"n": 200, "max_steps": 16, "learning_rate": 5e-5, "save_steps": 4}
     opts = {k: (defaults[k] if v is None and k in defaults else v) for k, v in opts.items()}
     result = train_grpo(GrpoConfig(protocol=protocol, **opts), command)
     rec, s = result.record, summary(result.record["diagnostics"])
