@@ -1,6 +1,7 @@
 """report.html in a real browser: headless Chromium (Debian's package) opens it offline, at 1400 px,
 on a run of three models (one whose backend fails on some tasks)."""
 
+import html
 import json
 import re
 import shutil
@@ -129,3 +130,41 @@ def test_page_fits_a_1400_px_window(run_dir, tmp_path):
     assert client_width <= WIDTH and scroll_width <= client_width  # no horizontal scrollbar: nothing is cut off
     png = (tmp_path / "shot.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24])[0] == WIDTH
+
+
+def test_page_lists_the_questions_the_simulated_user_could_not_map(run_dir):
+    """Under report.md's user table: every unanswered question of the episodes.jsonl, linked to its
+    episode (random asks questions the traveller cannot map; the oracle's are all mapped)."""
+    page = (run_dir / "report.html").read_text()
+    cells = page_data(run_dir)["cells"]
+    want = {}
+    for line in (run_dir / "episodes.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for e in rec.get("events", []):
+            if e["type"] == "ask" and not e["slots"]:
+                want.setdefault(f"{rec['model']} · {rec['baseline']} · {rec['topology']}", []).append(
+                    (rec["task_id"], e["question"]))
+    assert want and not [k for k in want if k.startswith("oracle")]
+    section = page[page.index('<section id="unanswered">'):]
+    section = section[:section.index("</section>")]
+    assert page.index("<h2>Questions to the simulated user</h2>") < page.index('<section id="unanswered">') \
+        < page.index("<h2>Collapse</h2>")
+    links = re.findall(r'<li><a href="#cell=(\d+)&amp;episode=(\d+)">([^ ]+) \(sample \d+\)</a>: (.*?)</li>', section)
+    got = {}
+    for ci, ei, task_id, question in links:
+        ep = cells[int(ci)]["episodes"][int(ei)]
+        assert ep["task_id"] == task_id and any(e.get("question") == html.unescape(question) for e in ep["events"])
+        got.setdefault(cells[int(ci)]["label"].split(" (")[0], []).append((task_id, html.unescape(question)))
+    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in want.items()}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed here (.ci/run installs Debian's chromium)")
+def test_chromium_filters_a_cell_to_its_episodes_with_unanswered_questions(run_dir, tmp_path):
+    cells = page_data(run_dir)["cells"]
+    ci = next(i for i, c in enumerate(cells) if c["label"].startswith("random · 0-shot · travel"))
+    want = [ep["task_id"] for ep in cells[ci]["episodes"]
+            if any(e["type"] == "ask" and not e["slots"] for e in ep["events"])]
+    proc = chromium((run_dir / "report.html").as_uri() + f"#cell={ci}&filter=unanswered", tmp_path, "--dump-dom")
+    console_lines(proc)
+    items = re.findall(r'<li class="\w+" data-episode="\d+">(travel/test/\d+-\w+) ', proc.stdout)
+    assert want and items == want and f"{len(want)} shown" in proc.stdout

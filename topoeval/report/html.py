@@ -5,7 +5,9 @@ No external URL: the plots are base64 PNGs and the episodes an inline JSON block
 opens offline. Plots and tables never widen the page (plots scale to its width, wide tables scroll
 in place). The browser lists a cell's episodes by task index and sample and filters them to
 failures, errors or one task family. ``#cell=I&episode=J`` in the URL opens episode J of cell I
-directly (``&filter=errors``, ``failures`` or ``family:NAME`` preselects a filter).
+directly (``&filter=errors``, ``failures``, ``unanswered`` or ``family:NAME`` preselects a filter).
+Under report.md's "Questions to the simulated user" table, the page lists the questions the simulated
+user could not map (each linked to its episode), so a reader sees what the simulator missed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from topoeval.report.tables import INCOMPLETE_NOTE
 
 MAX_EPISODES_PER_CELL = 200
 MAX_TEXT = 2000
+MAX_UNANSWERED_PER_CELL = 20
+USER_HEADING = "<h2>Questions to the simulated user</h2>"
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -64,12 +68,15 @@ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padd
   function keep(ep, f) {{
     if (f === "failures") return ep.status !== "error" && ep.scores.success !== 1;
     if (f === "errors") return ep.status === "error";
+    if (f === "unanswered") return ep.events.some(function (e) {{ return e.type === "ask" && !(e.slots || []).length; }});
     if (f.indexOf("family:") === 0) return ep.family === f.slice(7);
     return true;
   }}
   function fillFilter(ci, wanted) {{
     filterSel.innerHTML = "";
     var opts = [["all", "all episodes"], ["failures", "failures"], ["errors", "errors (backend failed)"]];
+    if (data.cells[ci].episodes.some(function (ep) {{ return keep(ep, "unanswered"); }}))
+      opts.push(["unanswered", "with unanswered questions"]);
     var fams = {{}}; data.cells[ci].episodes.forEach(function (ep) {{ if (ep.family) fams[ep.family] = 1; }});
     Object.keys(fams).sort().forEach(function (f) {{ opts.push(["family:" + f, "family " + f]); }});
     opts.forEach(function (o) {{ var e = el("option", null, o[1]); e.value = o[0]; filterSel.appendChild(e); }});
@@ -107,10 +114,14 @@ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padd
   }}
   cellSel.onchange = function () {{ fillFilter(+cellSel.value, filterSel.value); showCell(+cellSel.value); }};
   filterSel.onchange = function () {{ showCell(+cellSel.value); }};
-  var params = {{}}; location.hash.replace(/^#/, "").split("&").forEach(function (kv) {{
-    var p = kv.split("="); if (p[0]) params[p[0]] = decodeURIComponent(p[1] || ""); }});
-  var ci = +(params.cell || 0); if (data.cells.length) {{ cellSel.value = ci; fillFilter(ci, params.filter || "all"); showCell(ci);
-    if (params.episode !== undefined) showEpisode(ci, +params.episode); }}
+  function openHash() {{
+    var params = {{}}; location.hash.replace(/^#/, "").split("&").forEach(function (kv) {{
+      var p = kv.split("="); if (p[0]) params[p[0]] = decodeURIComponent(p[1] || ""); }});
+    var ci = +(params.cell || 0); if (data.cells.length) {{ cellSel.value = ci; fillFilter(ci, params.filter || "all"); showCell(ci);
+      if (params.episode !== undefined) showEpisode(ci, +params.episode); }}
+  }}
+  openHash();
+  window.addEventListener("hashchange", openHash);  // the unanswered questions' links
   window.addEventListener("load", function () {{  // once the plots are laid out: the page's width
     var root = document.documentElement;
     console.log("topoeval-layout " + root.scrollWidth + " " + root.clientWidth);
@@ -212,6 +223,40 @@ def _episode_view(rec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def unanswered_html(cells: list[dict[str, Any]]) -> str:
+    """The questions the simulated user mapped to nothing (``ask`` events without a slot), per cell,
+    each linked to its episode in the browser; empty when there are none."""
+    out = []
+    for ci, cell in enumerate(cells):
+        items = [(ei, ep, e["question"]) for ei, ep in enumerate(cell["episodes"]) for e in ep["events"]
+                 if e.get("type") == "ask" and not e.get("slots") and e.get("question")]
+        if not items:
+            continue
+        out.append(f"<p>{html.escape(cell['label'])}: {len(items)} unanswered</p><ul>")
+        for ei, ep, question in items[:MAX_UNANSWERED_PER_CELL]:
+            out.append(f'<li><a href="#cell={ci}&amp;episode={ei}">{html.escape(ep["task_id"])} (sample {ep["sample"]})'
+                       f"</a>: {html.escape(question)}</li>")
+        if len(items) > MAX_UNANSWERED_PER_CELL:
+            out.append(f"<li>… {len(items) - MAX_UNANSWERED_PER_CELL} more (filter the cell to “with unanswered "
+                       "questions” below)</li>")
+        out.append("</ul>")
+    if not out:
+        return ""
+    return ('<section id="unanswered"><h3>Questions the simulated user could not map</h3>\n' + "\n".join(out)
+            + "</section>")
+
+
+def _with_unanswered(tables: str, cells: list[dict[str, Any]]) -> str:
+    """The tables with the unanswered questions placed right after the simulated user's table."""
+    at = tables.find(USER_HEADING)
+    listing = unanswered_html(cells)
+    if at < 0 or not listing:
+        return tables
+    end = tables.find("</table></div>", at)
+    end = len(tables) if end < 0 else end + len("</table></div>")
+    return tables[:end] + "\n" + listing + tables[end:]
+
+
 def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], plots: list[Path]) -> str:
     by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in records:
@@ -230,7 +275,8 @@ def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], p
     )
     data = json.dumps({"cells": cells}, ensure_ascii=False).replace("</", "<\\/")
     title = html.escape(f"topoeval — {summary['protocol']} — {summary.get('run_id', '')}")
-    return PAGE.format(title=title, headline=render_headline(summary), tables=_md_tables_to_html(render_report_md(summary)),
+    tables = _with_unanswered(_md_tables_to_html(render_report_md(summary)), cells)
+    return PAGE.format(title=title, headline=render_headline(summary), tables=tables,
                        plots=f"<h2>Plots</h2>{images}" if images else "", data=data)
 
 
