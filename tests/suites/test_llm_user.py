@@ -122,3 +122,19 @@ def test_user_agreement_user_errors(tmp_path):
         user_agreement(tmp_path, USER)
     with pytest.raises(UserError, match="a reference policy cannot play the user"):
         topoeval.run_protocol("wiki_to_travel", ["oracle"], tmp_path / "r", tasks=2, shots=[0], user_model="oracle")
+
+
+def test_episodes_do_not_wait_for_each_others_user_model(tmp_path):
+    """A slow user model (each reply takes 0.4 s): the world step that waits on it runs off the event
+    loop, so two episodes' user calls are in flight at the same time (with the step on the loop, each
+    call blocked every episode and the server saw them one after another)."""
+    slow = UserServer(delay_s=0.4)
+    try:
+        topoeval.run_protocol("wiki_to_travel", ["oracle"], tmp_path / "r", tasks=4, shots=[0], user_model=USER,
+                              model_options=ModelOptions(api_bases=[slow.api_base]))
+    finally:
+        slow.stop()
+    spans = sorted(slow.spans)
+    assert len(spans) >= 4  # every oracle episode confirms its payment with the user at least
+    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if b[0] < a[1]]
+    assert overlapping, spans

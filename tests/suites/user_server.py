@@ -4,7 +4,8 @@ It reads what the fixed instruction gives it (the budget line of the system mess
 (the user message) and answers in the JSON the LLM traveller expects, by its own crude keyword rules —
 different from the deterministic reader's on purpose, so that agreement is measurable. A question
 holding ``GARBAGE`` gets a reply that is not JSON. ``misread_airline``: airline questions are read as
-route questions. aiohttp in a background thread with its own loop; nothing leaves the machine.
+route questions. ``delay_s``: each reply waits that long (a slow model; requests are served concurrently),
+and ``spans`` records each request's (start, end) times. aiohttp in a background thread with its own loop; nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ FLIGHT = re.compile(r"\b([A-Z]{2}\d{5})\b")
 
 
 class UserServer:
-    def __init__(self, misread_airline: bool = False):
+    def __init__(self, misread_airline: bool = False, delay_s: float = 0.0):
         self.misread_airline = misread_airline
+        self.delay_s = delay_s
         self.requests: list[dict] = []
+        self.spans: list[tuple[float, float]] = []
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -66,10 +69,14 @@ class UserServer:
         return json.dumps({"slots": slots, "confirm": None, "answer": answer})
 
     async def _chat(self, request: web.Request) -> web.Response:
+        start = time.perf_counter()
         body = await request.json()
         self.requests.append(body)
         msgs = body["messages"]
         content = self.reply(msgs[0]["content"], msgs[-1]["content"])
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        self.spans.append((start, time.perf_counter()))
         return web.json_response({
             "id": "chatcmpl-u", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],

@@ -7,6 +7,7 @@ it, so training rewards and evaluation scores cannot drift apart.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from typing import Any
@@ -19,6 +20,7 @@ from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
 from topoeval.metrics.scoring import score_episode
 from topoeval.core.state import state_diff
 from topoeval.core.suite import Suite, Task, World, WorldError
+from topoeval.core.users import active_user
 
 
 def episode_key(model: str, baseline: str, topology: str, task_id: str, sample: int) -> str:
@@ -205,8 +207,14 @@ async def run_episode(
     labels: dict[str, Any],
 ) -> dict[str, Any]:
     """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults).
-    The world is closed when the episode ends, fails or is cancelled."""
+    The world is closed when the episode ends, fails or is cancelled.
+
+    When a model plays the user (``--user-model``), a world step may wait on that model (its
+    ``ask_user`` is a blocking call), so the step runs in a worker thread (``asyncio.to_thread``,
+    which carries the context variables): the run's other episodes go on meanwhile. Each episode
+    still steps its own world one message at a time; the default user steps on the loop, as before."""
     state = EpisodeState(suite, task, system_prompt, demos, limits)
+    off_loop = active_user().model is not None
     ctx = EpisodeContext(task=task, suite=suite, sample=sample, shots=shots, key=labels.get("key", ""))
     try:
         while not state.done:
@@ -222,7 +230,10 @@ async def run_episode(
             except Exception as exc:  # backend failure after its own retries: record, do not drop
                 state.fail(f"policy: {type(exc).__name__}: {exc}")
                 break
-            state.step(reply)
+            if off_loop:
+                await asyncio.to_thread(state.step, reply)
+            else:
+                state.step(reply)
         return state.record(**labels, sample=sample, shots=shots)
     finally:
         state.close()
