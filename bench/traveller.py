@@ -2,11 +2,11 @@
 
     .venv/bin/python bench/traveller.py            # accuracy per split and label kind, then µs a question
 
-The corpus is tests/suites/data/traveller_questions*.tsv (476 questions, written before the matcher and
+The corpus is tests/suites/data/traveller_questions*.tsv (832 questions, written before the matcher and
 independently of its word lists): ``dev`` (the first file less every third question) was tuned on;
-``heldout`` (every third question of the first file), ``fresh``, ``final`` and ``round4`` (the other files) were
-each written before the round that measured them once, then became tuning data (docs/suites.md gives
-the first-measured figures). A slot question
+``heldout`` (every third question of the first file), ``fresh``, ``final``, ``round4`` … ``round7`` (the other
+files) were each written before the round that measured them once, then became tuning data (each
+file's header and docs/suites.md give the first-measured figures). A slot question
 is right when the traveller answers exactly its labelled slots; a ``none`` question when it maps to no
 slot; a confirmation when it is read as a confirmation of the labelled flight. Timing: every question
 asked ``--rounds`` times through ``Traveller.ask`` (the events list cleared between rounds).
@@ -26,17 +26,23 @@ CORPUS = DATA / "traveller_questions.tsv"
 FRESH = DATA / "traveller_questions_fresh.tsv"
 FINAL = DATA / "traveller_questions_final.tsv"
 ROUND4 = DATA / "traveller_questions_round4.tsv"
-SPLITS = ("dev", "heldout", "fresh", "final", "round4")
+#: later rounds, one file each, named by their split
+ROUNDS = {"round5": DATA / "traveller_questions_round5.tsv", "round6": DATA / "traveller_questions_round6.tsv",
+          "round7": DATA / "traveller_questions_round7.tsv"}
+SPLITS = ("dev", "heldout", "fresh", "final", "round4", *ROUNDS)
 
 
 def load(path: Path = CORPUS, fresh: Path | None = FRESH, final: Path | None = FINAL,
-         round4: Path | None = ROUND4) -> list[dict]:
+         round4: Path | None = ROUND4, rounds: dict[str, Path] | None = None) -> list[dict]:
     """Rows of the corpus: question, kind (slots | none | confirm), expected slots or flight, split
-    (the first file: every third row ``heldout``, the others ``dev``; the second file: ``fresh``)."""
+    (the first file: every third row ``heldout``, the others ``dev``; every other file its own split)."""
     rows = _rows(path, lambda i: "heldout" if i % 3 == 2 else "dev")
     rows += _rows(fresh, lambda i: "fresh") if fresh is not None else []
     rows += _rows(final, lambda i: "final") if final is not None else []
-    return rows + (_rows(round4, lambda i: "round4") if round4 is not None else [])
+    rows += _rows(round4, lambda i: "round4") if round4 is not None else []
+    for split, file in (ROUNDS if rounds is None else rounds).items():
+        rows += _rows(file, lambda i, split=split: split)
+    return rows
 
 
 def _rows(path: Path, split_of) -> list[dict]:

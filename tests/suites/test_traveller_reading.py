@@ -12,7 +12,8 @@ from topoeval.protocol.discovery import SuiteRegistry
 
 DATA = Path(__file__).parent / "data"
 FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.tsv",
-         "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv"}
+         "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv",
+         "round5": "traveller_questions_round5.tsv", "round6": "traveller_questions_round6.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -66,7 +67,7 @@ def test_corpus_is_large_and_varied():
     assert sum("+" in lab for _, lab, _ in rows) >= 20  # questions about several slots at once
 
 
-@pytest.mark.parametrize("split", ["dev", "heldout", "fresh", "final", "round4"])
+@pytest.mark.parametrize("split", ["dev", "heldout", *list(FILES)[1:]])
 def test_reads_at_least_97_percent_of_each_split(split):
     t = traveller()
     rows = [(lab, q) for s, lab, q in corpus() if s == split]

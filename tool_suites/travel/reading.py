@@ -21,21 +21,30 @@ The rules, in order:
 Only the sentences that end in ``?`` are read for slots when there are any (an agent's "I found flights
 under $300 with Borealis. Which day do you want to fly?" asks about dates only), except that a question
 referring back to its context reads it: "which would you accept?" after two wishes were named asks the
-priority, "avoid those dates?" after a festival was named asks about events.
+priority, "avoid those dates?" after a festival was named asks about events, and a question that names no
+wish itself but refers back ("do you prefer one of them?") after a context naming one wish asks that wish.
+With no ``?`` at all, sentences that wish the traveller well ("I hope your day is going well", "thanks")
+are not read.
 
 2. **Priority** — a question about how the wishes rank against each other (``more important``,
    ``matters most``, ``rank``, ``trade``, ``compromise``, ``precedence``, ``give up``, a ``rather … or``
-   between two different wishes, ...) asks about the priority order and nothing else, whatever
-   wishes it names.
+   between two different wishes, a ``favour``/``prefer``/``pick`` … ``over`` with two wishes named,
+   ``value more``, ``optimise``, ``hard requirement``, ``which`` + a word for the wishes ("which
+   preference"), ``which``/``what`` + a verb of letting go ("which one should I drop?"), ``which`` as a
+   pronoun with a verb of choice and two wishes named ("…on the wrong airline: which should I
+   prefer?"), ...) asks about the priority order and nothing else, whatever wishes it names.
 3. **Slots** — the question is cut into clauses (at ``,`` ``;`` ``:`` ``and`` ``or`` ``as well as``); a
-   clause that mentions city events (``festival``, ``conference``, ``event`` ...) asks about ``events``
-   only (its ``dates``/``destination`` words are the event's); otherwise each slot one of whose cues
-   the clause holds is asked: ``budget`` (price, cost, fare, afford, spend, pay, money, a ``$``
-   amount, ``how much`` + a verb or pronoun), ``airline`` (airline, carrier, operator, an airline's
-   name, ``fly with``, ``with whom``), ``dates`` (date, day, when, weekday and month names, ordinals,
-   ``how soon``, ``depart``/``leave`` not followed by ``from``; not ``date of birth``), ``route``
-   (origin, destination, route, a city of the trip, ``where``/``city``/``airport`` with a verb of
-   travel, ``leave from``).
+   clause that mentions city events (``festival``, ``conference``, ``event``, ``taking place``,
+   ``going on in``, ``hosting`` ...) asks about ``events`` only (its ``dates``/``destination`` words
+   are the event's); otherwise each slot one of whose cues the clause holds is asked: ``budget``
+   (price, cost, fare, afford, spend, pay, money, a ``$`` amount, ``how much`` + a verb or pronoun),
+   ``airline`` (airline, carrier, operator, an airline's name, ``fly with``, ``with whom``), ``dates``
+   (date, day, when, weekday and month names, ordinals, ``how soon``, ``time frame``,
+   morning/afternoon/evening (not ``good morning``), ``depart``/``leave`` not followed by ``from``;
+   not ``date of birth``, nor ``when`` as a conjunction: "message me when it's done"),
+   ``route`` (origin, destination, route — not after a preposition of place: "a car at your
+   destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
+   ``which``, ``leave from``).
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -53,6 +62,8 @@ TOKEN = re.compile(r"\$|[a-z]+|\d+")
 SENTENCE = re.compile(r"(?<=[.?!])\s+")
 CLAUSE = re.compile(r"[,;:?!]|\b(?:and|or|as well as|plus)\b")
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks about a date
+#: a sentence wishing the traveller well ("I hope your day is going well") is not a question
+WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -91,19 +102,22 @@ AIRLINE = _cue("airline", "airlines", "carrier", "carriers", "airway", "airways"
 DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "weekdays", "week", "timing", "month", "schedule", "soon", "earliest",
              "latest", "early", "late", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
              "january", "february", "march", "april", "june", "july", "august", "september", "october",
-             "november", "december", "tomorrow", "tonight", "depart", "departure", "leave")
+             "november", "december", "tomorrow", "tonight", "depart", "departure", "leave", "morning", "afternoon",
+             "evening")
 ROUTE = _cue("origin", "destination", "route")
 #: places that are the trip's only next to a verb of travel ("which city are you flying to")
 PLACES = _cue("city", "cities", "airport", "airports", "place")
 EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
-              "expo", "marathon", "celebration", "happening", "happenings", "parade", "crowded", "crowds")
+              "expo", "marathon", "celebration", "happening", "happenings", "parade", "crowded", "crowds", "host",
+              "hosting", "hosts")
 TRAVEL_VERBS = _cue("go", "going", "fly", "flying", "head", "headed", "heading", "travel", "travelling", "traveling",
                     "start", "starting", "leave", "leaving", "depart", "departing", "trip", "journey", "bound", "to",
                     "from", "land", "arrive", "flight")
 #: single words that make a question about how the wishes rank
 PRIORITY = _cue("priority", "priorities", "prioritise", "prioritize", "important", "importance", "rank", "ranking",
                 "precedence", "trade", "tradeoff", "compromise", "sacrifice", "outrank", "outweigh", "negotiable",
-                "conflict", "clash", "versus", "vs", "relax", "criterion", "criteria", "consideration", "weigh")
+                "conflict", "clash", "versus", "vs", "relax", "criterion", "criteria", "consideration", "weigh",
+                "optimise", "optimize", "forgo", "loosen")
 #: priority words that, next to a city event, are about the event ("dates that clash with a festival")
 EVENT_CLASH = _cue("conflict", "clash")
 #: "prioritise" with one wish named asks about that wish ("an airline you'd like me to prioritise")
@@ -118,7 +132,8 @@ PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("come", "second"), ("comes", "last"), ("stack", "up"), ("can", "bend"), ("be", "bent"), ("be", "relaxed"),
     ("least", "important"), ("top", "consideration"), ("order", "your"), ("order", "of"), ("what", "wins"),
     ("should", "beat"), ("deal", "breaker"), ("must", "have"), ("absolutely", "need"), ("need", "most"),
-    ("put", "first"), ("drop", "first"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
+    ("put", "first"), ("drop", "first"), ("value", "more"), ("value", "most"), ("hard", "requirement"),
+    ("hard", "constraint"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
 )}
 #: two-word compounds whose meaning is not their words' (a trade fair is an event, priority boarding a
 #: service, a budget carrier an airline, paying by card a method, a departure city the origin)
@@ -128,9 +143,16 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("budget", "airline", "airline"), ("budget", "airlines", "airline"), ("pay", "by", "method"),
     ("pay", "with", "method"), ("departure", "city", "origin"), ("departure", "airport", "origin"),
     ("home", "airport", "origin"), ("starting", "airport", "origin"), ("starting", "point", "origin"),
+    ("good", "morning", "greeting"), ("good", "afternoon", "greeting"), ("good", "evening", "greeting"),
+    ("nice", "day", "greeting"), ("good", "day", "greeting"), ("great", "day", "greeting"),
+    ("taking", "place", "happening"), ("take", "place", "happening"), ("with", "company", "companion"),
 )}
 #: when a question names two wishes, these words make it a choice between them
-CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor")
+CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value")
+#: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
+DROP = _cue("drop", "skip", "lose", "bend", "abandon")
+#: after "which" these make it a pronoun ("which should I prefer?"), not a slot's determiner ("which airline")
+WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
 REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")
 #: a question contrasting a flexible wish with a firm one
@@ -178,7 +200,12 @@ class Reader:
         # what an agent states before its question ("I found flights under $300. Which day?") is context:
         # only the sentences that ask are read for slots (all of it when none ends in "?")
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
-        asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
+        asking = " ".join(x for x in sentences if x.rstrip().endswith("?"))
+        if not asking:  # no sentence ends in "?": all of it but the well-wishes
+            kept = [x for x in sentences if not WELL_WISH.match(x)]
+            if not kept:
+                return Reading("ask", [])
+            asking = question if len(kept) == len(sentences) else " ".join(kept)
         words = stems(asking)
         if self._about_priority(words):
             return Reading("ask", ["priority"])
@@ -192,6 +219,9 @@ class Reader:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
             if set(slots) <= {"dates"} and set(stems(question)) & EVENTS and set(words) & REFER_BACK:
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
+            context = self._mentions(stems(" ".join(x for x in sentences if not x.rstrip().endswith("?"))))
+            if not slots and set(words) & (REFER_BACK | {"one"}) and len(context) == 1:
+                return Reading("ask", sorted(context))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
 
     def _confirmed(self, question: str) -> str | None:
@@ -226,8 +256,17 @@ class Reader:
         if (cues or any(p in PRIORITY_PAIRS for p in zip(words, words[1:])) or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
             return True
+        pairs = list(zip(words, words[1:]))
+        if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS:  # "which one should I drop?"
+            return True
+        if any(a == "which" and b in WISH_NOUNS for a, b in pairs):  # "which preference is the hard one?"
+            return True
+        if len(self._mentions(words)) >= 2 and ws & (CHOICE | {stem("prefer")}) and any(
+                a == "which" and b in WHICH_PRONOUN for a, b in pairs):  # "... the wrong airline: which should I prefer?"
+            return True
         if len(self._mentions(words)) >= 2:  # a choice between two wishes
-            return bool(ws & CONTRAST and ws & CHOICE or stem("prefer") in ws and stem("over") in ws)
+            # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
+            return bool(ws & CONTRAST and ws & CHOICE or "over" in ws and ws & (CHOICE | {stem("prefer")}))
         return False
 
     def _names_airline(self, words: list[str]) -> bool:
@@ -237,7 +276,8 @@ class Reader:
         if not words:
             return []
         ws = set(words)
-        if ws & EVENTS:
+        # "something going on in the city" is an event (not "going on a trip")
+        if ws & EVENTS or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
             return ["events"]
         pairs = set(zip(words, words[1:]))
         out = []
@@ -254,18 +294,22 @@ class Reader:
                          and words[i + 1] == "from" and (i + 2 == len(words) or words[i + 2] not in self._cities)
                          for i in range(len(words) - 1)) or ("from", "which") in pairs or ("from", "where") in pairs
         birth = stem("birth") in ws or stem("born") in ws or stem("birthday") in ws
-        window = any(a in (stem("travel"), stem("time"), stem("date")) and b == stem("window") for a, b in pairs)
+        window = any(a in (stem("travel"), stem("time"), stem("date")) and b in (stem("window"), stem("frame"))
+                     for a, b in pairs) or stem("timeframe") in ws
         # "may" is the month only next to a date ("in May", "May 3"), not "may I ask"
         month_may = any(b == "may" and a in ("in", "of", "earli", "late", "mid") or a == "may" and b.isdigit()
                         for a, b in pairs)
-        dated = (ws & DATES - {stem("leave"), stem("depart")}) or window or month_may or _ordinal(words) or (
+        # "when" asks the date, except as a conjunction about the booking ("message me when it's done")
+        when_not = any(a == "when" and b in WHEN_NOT for a, b in pairs) and "when" in ws
+        dated = (ws & DATES - {stem("leave"), stem("depart")} - ({"when"} if when_not else set())) or window or month_may or _ordinal(words) or (
             ws & {stem("leave"), stem("depart")} and not leave_from)
         if dated and not birth:
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
-        where = "where" in ws and ws & TRAVEL_VERBS or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
-        routed = ws & ROUTE and not any(a == "this" and b in ROUTE for a, b in pairs)  # "for this route"
+        where = ("where" in ws and ws & TRAVEL_VERBS or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
+                 or any(a in ("which", "what") and b in PLACES for a, b in pairs))
+        routed = any(w in ROUTE and not _located(words, i) for i, w in enumerate(words))
         named_city = ws & self._cities and not out  # a city the question is about, not one it mentions
         if routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs:
             out.append("route")
@@ -275,6 +319,21 @@ class Reader:
 def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
     n = len(seq)
     return n > 0 and any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))
+
+
+#: after "when" these make it a conjunction about the booking, not a question about the date
+WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we")
+
+#: a route word after these names where something is ("a car at your destination", "for this route"),
+#: it does not ask which route
+LOCATIVE = _cue("at", "in", "near", "around", "on", "this", "for")
+
+
+def _located(words: list[str], i: int) -> bool:
+    j = i - 1
+    while j >= 0 and words[j] in (stem("your"), "the", "my", stem("final")):
+        j -= 1
+    return j >= 0 and words[j] in LOCATIVE
 
 
 ORDINAL = re.compile(r"^\d{1,2}(st|nd|rd|th)$")
