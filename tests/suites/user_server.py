@@ -5,7 +5,8 @@ It reads what the fixed instruction gives it (the budget line of the system mess
 different from the deterministic reader's on purpose, so that agreement is measurable. A question
 holding ``GARBAGE`` gets a reply that is not JSON. ``misread_airline``: airline questions are read as
 route questions. ``delay_s``: each reply waits that long (a slow model; requests are served concurrently),
-and ``spans`` records each request's (start, end) times. aiohttp in a background thread with its own loop; nothing leaves the machine.
+and ``spans`` records each request's (start, end) times. aiohttp in a background thread with its own loop;
+nothing leaves the machine.
 """
 
 from __future__ import annotations

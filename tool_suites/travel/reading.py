@@ -16,8 +16,8 @@ The rules, in order:
 
 1. **Confirmation** — the question names one of the world's flights (``AS12301``, case-insensitive, a
    space or hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds
-   (``H1``); or it proposes to pay for / complete "the held (reserved) seat" while exactly one hold is
-   active. The flight named is the object.
+   (``H1``); or it proposes to pay for / complete / issue the ticket for "the held (reserved) seat"
+   while exactly one hold is active. The flight named is the object.
 Only the sentences that end in ``?`` are read for slots when there are any (an agent's "I found flights
 under $300 with Borealis. Which day do you want to fly?" asks about dates only), except that a question
 referring back to its context reads it: "which would you accept?" after two wishes were named asks the
@@ -32,19 +32,24 @@ are not read.
    ``value more``, ``optimise``, ``hard requirement``, ``which`` + a word for the wishes ("which
    preference"), ``which``/``what`` + a verb of letting go ("which one should I drop?"), ``which`` as a
    pronoun with a verb of choice and two wishes named ("…on the wrong airline: which should I
-   prefer?"), ...) asks about the priority order and nothing else, whatever wishes it names.
+   prefer?"), ``matters least``, a verb of outranking with two wishes or ``which`` ("should price beat
+   the airline?", "which should win?"), one wish given up to keep another ("a higher fare to keep your
+   airline"), ...) asks about the priority order and nothing else, whatever wishes it names.
 3. **Slots** — the question is cut into clauses (at ``,`` ``;`` ``:`` ``and`` ``or`` ``as well as``); a
    clause that mentions city events (``festival``, ``conference``, ``event``, ``taking place``,
    ``going on in``, ``hosting`` ...) asks about ``events`` only (its ``dates``/``destination`` words
    are the event's); otherwise each slot one of whose cues the clause holds is asked: ``budget``
    (price, cost, fare, afford, spend, pay, money, a ``$`` amount, ``how much`` + a verb or pronoun),
-   ``airline`` (airline, carrier, operator, an airline's name, ``fly with``, ``with whom``), ``dates``
+   ``airline`` (airline, carrier, operator, an airline's name, ``fly with``, ``with whom``; ``company``
+   only next to flying or booking, not "a receipt for your company"), ``dates``
    (date, day, when, weekday and month names, ordinals, ``how soon``, ``time frame``,
    morning/afternoon/evening (not ``good morning``), ``depart``/``leave`` not followed by ``from``;
-   not ``date of birth``, nor ``when`` as a conjunction: "message me when it's done"),
+   not ``date of birth``, nor ``when`` as a conjunction: "message me when it's done", nor after a
+   preposition of time, a length of time or small talk: "a reminder before departure", "valid for six
+   months", "how's your week been?"; ``price alerts`` is a service, not the budget),
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
-   ``which``, ``leave from``).
+   ``which``, ``leave from``, "departure and arrival cities").
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -64,6 +69,9 @@ CLAUSE = re.compile(r"[,;:?!]|\b(?:and|or|as well as|plus)\b")
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks about a date
 #: a sentence wishing the traveller well ("I hope your day is going well") is not a question
 WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
+#: "departure and arrival cities" names the route (not a departure date)
+ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
+                        r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -80,7 +88,8 @@ def stem(word: str) -> str:
 
 def stems(text: str) -> list[str]:
     """The text's stems, with the two-word compounds of :data:`COMPOUNDS` collapsed to one token."""
-    words = [stem(t) for t in TOKEN.findall(ISO_DATE.sub(" date ", text.lower()))]
+    text = ROUTE_PAIR.sub("origin and destination", ISO_DATE.sub(" date ", text.lower()))
+    words = [stem(t) for t in TOKEN.findall(text)]
     out: list[str] = []
     i = 0
     while i < len(words):
@@ -132,7 +141,8 @@ PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("come", "second"), ("comes", "last"), ("stack", "up"), ("can", "bend"), ("be", "bent"), ("be", "relaxed"),
     ("least", "important"), ("top", "consideration"), ("order", "your"), ("order", "of"), ("what", "wins"),
     ("should", "beat"), ("deal", "breaker"), ("must", "have"), ("absolutely", "need"), ("need", "most"),
-    ("put", "first"), ("drop", "first"), ("value", "more"), ("value", "most"), ("hard", "requirement"),
+    ("put", "first"), ("drop", "first"), ("matters", "least"), ("matter", "least"), ("care", "least"),
+    ("value", "more"), ("value", "most"), ("hard", "requirement"),
     ("hard", "constraint"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
 )}
 #: two-word compounds whose meaning is not their words' (a trade fair is an event, priority boarding a
@@ -145,6 +155,8 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("home", "airport", "origin"), ("starting", "airport", "origin"), ("starting", "point", "origin"),
     ("good", "morning", "greeting"), ("good", "afternoon", "greeting"), ("good", "evening", "greeting"),
     ("nice", "day", "greeting"), ("good", "day", "greeting"), ("great", "day", "greeting"),
+    ("price", "alert", "service"), ("price", "alerts", "service"), ("fare", "alert", "service"),
+    ("arrival", "city", "destination"), ("arrival", "airport", "destination"),
     ("taking", "place", "happening"), ("take", "place", "happening"), ("with", "company", "companion"),
 )}
 #: when a question names two wishes, these words make it a choice between them
@@ -152,6 +164,10 @@ CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "f
 #: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
 DROP = _cue("drop", "skip", "lose", "bend", "abandon")
 #: after "which" these make it a pronoun ("which should I prefer?"), not a slot's determiner ("which airline")
+#: verbs that rank one wish above another ("should price beat the airline?", "which should win?")
+OUTRANK = _cue("beat", "win", "trump", "outrank", "override")
+#: verbs of a purpose clause: a wish given up "to keep" another ("a higher fare to keep your airline")
+PURPOSE = _cue("keep", "get", "stay", "save", "have")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
 REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")
@@ -159,8 +175,10 @@ REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")
 FLEXIBLE, FIRM = _cue("flexible", "flexibility"), _cue("firm")
 HOW_MUCH_NEXT = _cue("can", "could", "are", "is", "do", "does", "would", "will", "should", "money", "you", "to", "for",
                      "at", "of", "max", "in", "would", "too", "i")
+FLYING = _cue("fly", "flying", "flight", "flights", "operate", "operates", "operated", "travel", "airline", "book")
 HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
+                    "issue", "ticket",
                     "proceed", "confirm", "lock")
 
 
@@ -206,6 +224,8 @@ class Reader:
             if not kept:
                 return Reading("ask", [])
             asking = question if len(kept) == len(sentences) else " ".join(kept)
+        if ROUTE_PAIR.search(asking):
+            asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
         if self._about_priority(words):
             return Reading("ask", ["priority"])
@@ -219,9 +239,10 @@ class Reader:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
             if set(slots) <= {"dates"} and set(stems(question)) & EVENTS and set(words) & REFER_BACK:
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
-            context = self._mentions(stems(" ".join(x for x in sentences if not x.rstrip().endswith("?"))))
-            if not slots and set(words) & (REFER_BACK | {"one"}) and len(context) == 1:
-                return Reading("ask", sorted(context))  # "I see four carriers. Do you prefer one of them?"
+            if not slots and set(words) & (REFER_BACK | {"one"}):
+                context = self._mentions(stems(" ".join(x for x in sentences if not x.rstrip().endswith("?"))))
+                if len(context) == 1:
+                    return Reading("ask", sorted(context))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
 
     def _confirmed(self, question: str) -> str | None:
@@ -259,12 +280,20 @@ class Reader:
         pairs = list(zip(words, words[1:]))
         if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS:  # "which one should I drop?"
             return True
-        if any(a == "which" and b in WISH_NOUNS for a, b in pairs):  # "which preference is the hard one?"
+        if "which" in ws and any(a == "which" and b in WISH_NOUNS for a, b in pairs):  # "which preference..."
             return True
-        if len(self._mentions(words)) >= 2 and ws & (CHOICE | {stem("prefer")}) and any(
-                a == "which" and b in WHICH_PRONOUN for a, b in pairs):  # "... the wrong airline: which should I prefer?"
+        which_pronoun = "which" in ws and any(a == "which" and b in WHICH_PRONOUN for a, b in pairs)
+        if ws & OUTRANK and (which_pronoun or len(self._mentions(words)) >= 2):  # "should price beat the airline?"
             return True
-        if len(self._mentions(words)) >= 2:  # a choice between two wishes
+        for i, (a, b) in enumerate(pairs if "to" in ws else ()):  # one wish given up to keep another
+            if a == "to" and b in PURPOSE:
+                left, right = self._mentions(words[:i]), self._mentions(words[i + 2:])
+                if left and right and left != right:
+                    return True
+        mentioned = len(self._mentions(words))
+        if which_pronoun and mentioned >= 2 and ws & (CHOICE | {stem("prefer")}):
+            return True  # "the cheapest is on the wrong airline: which should I prefer?"
+        if mentioned >= 2:  # a choice between two wishes
             # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
             return bool(ws & CONTRAST and ws & CHOICE or "over" in ws and ws & (CHOICE | {stem("prefer")}))
         return False
@@ -286,7 +315,9 @@ class Reader:
                        for i, (a, b) in enumerate(zip(words, words[1:])))
         if ws & BUDGET or how_much or (stem("your"), stem("means")) in pairs:
             out.append("budget")
-        if (ws & AIRLINE or self._names_airline(words) or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
+        # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
+        airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
+        if (airline_cues or self._names_airline(words) or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}):
             out.append("airline")
         # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
@@ -299,9 +330,7 @@ class Reader:
         # "may" is the month only next to a date ("in May", "May 3"), not "may I ask"
         month_may = any(b == "may" and a in ("in", "of", "earli", "late", "mid") or a == "may" and b.isdigit()
                         for a, b in pairs)
-        # "when" asks the date, except as a conjunction about the booking ("message me when it's done")
-        when_not = any(a == "when" and b in WHEN_NOT for a, b in pairs) and "when" in ws
-        dated = (ws & DATES - {stem("leave"), stem("depart")} - ({"when"} if when_not else set())) or window or month_may or _ordinal(words) or (
+        dated = _date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or _ordinal(words) or (
             ws & {stem("leave"), stem("depart")} and not leave_from)
         if dated and not birth:
             out.append("dates")
@@ -314,6 +343,39 @@ class Reader:
         if routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs:
             out.append("route")
         return out
+
+
+def _date_cues(words: list[str]) -> set[str]:
+    """The date cues of a clause, less those that do not ask for a date: ``when`` as a conjunction about
+    the booking ("message me when it's done"), a cue after a preposition of time ("a reminder before
+    departure"), a length of time ("valid for six months"), and small talk ("how's your week been?")."""
+    out: set[str] = set()
+    if DATES.isdisjoint(words):
+        return out
+    for i, w in enumerate(words):
+        if w not in DATES:
+            continue
+        before = words[i - 1] if i else ""
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if w == "when" and after in WHEN_NOT:
+            continue
+        if w == stem("departure") and before in TIME_PREPOSITIONS:
+            continue
+        if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
+            continue
+        if w in UNITS and before == stem("your") and after in SMALL_TALK:
+            continue
+        out.add(w)
+    return out
+
+
+#: what makes a date word a length of time or small talk (see :func:`_date_cues`)
+TIME_PREPOSITIONS = _cue("before", "after", "until", "upon", "till")
+UNITS = _cue("day", "days", "week", "weeks", "weekend", "month", "months", "morning", "evening")
+NUMBER_WORDS = _cue("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+                    "few", "several")
+DURATION = _cue("for", "least", "about", "within", "over", "last", "past")
+SMALL_TALK = _cue("been", "going", "was", "is", "so", "go")
 
 
 def _contains(words: list[str], seq: tuple[str, ...]) -> bool:

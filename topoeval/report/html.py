@@ -68,7 +68,8 @@ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padd
   function keep(ep, f) {{
     if (f === "failures") return ep.status !== "error" && ep.scores.success !== 1;
     if (f === "errors") return ep.status === "error";
-    if (f === "unanswered") return ep.events.some(function (e) {{ return e.type === "ask" && !(e.slots || []).length; }});
+    if (f === "unanswered")
+      return ep.events.some(function (e) {{ return e.type === "ask" && !(e.slots || []).length; }});
     if (f.indexOf("family:") === 0) return ep.family === f.slice(7);
     return true;
   }}
