@@ -62,10 +62,17 @@ VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
 OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP)
+# lint and type-check first (a few seconds: ruff, then mypy; [tool.ruff] and [tool.mypy] in pyproject.toml),
+# then the tests; `make lint` alone runs the first two
+test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-adapters
 	$(MAKE) --no-print-directory check-wheel
+
+.PHONY: lint
+lint: $(STAMP)
+	$(BIN)/ruff check topoeval
+	$(BIN)/mypy
 
 test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP)
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_openenv.py

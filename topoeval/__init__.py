@@ -36,9 +36,9 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from topoeval.api import RunResult, run_protocol
-    from topoeval.runner.config import RunConfig
     from topoeval.metrics.scoring import score_episode
     from topoeval.protocol.loader import load_protocol
+    from topoeval.runner.config import RunConfig
     from topoeval.training.env import make_env
     from topoeval.training.export import export_tasks
     from topoeval.training.rewards import reward

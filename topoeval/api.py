@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,14 @@ from topoeval.core.policy import Policy
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.config import Executor, RunConfig
-from topoeval.runner.run import BackendWarning, ContaminationWarning, EpisodeRun, arun_episodes, finish_run, loop_factory
+from topoeval.runner.run import (
+    BackendWarning,
+    ContaminationWarning,
+    EpisodeRun,
+    arun_episodes,
+    finish_run,
+    loop_factory,
+)
 from topoeval.runner.shards import MissingEpisodes, append_missing, combine, write_episodes, write_plan
 from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
@@ -182,7 +190,7 @@ def _run_parallel(config: RunConfig) -> RunResult:
     return result
 
 
-def merge_runs(run_dirs: list[str | Path], out: str | Path | None = None) -> RunResult:
+def merge_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) -> RunResult:
     """Merge the episode files of one run's shards (one folder holding them all, or a folder per
     shard) and write the summary.json, reports and plots an unsharded run writes, into ``out``
     (default: the one folder given). Raises :class:`MissingEpisodes` (listing them) when planned
@@ -205,7 +213,7 @@ def merge_runs(run_dirs: list[str | Path], out: str | Path | None = None) -> Run
     write_json(out_dir / RUN_JSON, meta)
     write_plan(out_dir, combined.plan)
     run = EpisodeRun(run_dir=out_dir, protocol=Protocol.model_validate(meta["protocol"]), records=combined.records,
-                     order=[tuple(o) for o in combined.plan.order], protocol_sha256=meta["protocol_sha256"],
+                     order=[(a, b, c) for a, b, c in combined.plan.order], protocol_sha256=meta["protocol_sha256"],
                      task_set_sha256=meta["task_set_sha256"], meta=meta, reused_episodes=len(combined.records),
                      planned=combined.plan.keys)
     return summarise_run(run)
@@ -247,7 +255,7 @@ def summarise_run(run: EpisodeRun) -> RunResult:
                      reused_episodes=run.reused_episodes, errors=run.errors, timing=timing)
 
 
-def compare_runs(run_dirs: list[str | Path]) -> dict[str, Any]:
+def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
     """Several runs of one protocol side by side: ``{"protocol", "cells", "notes"}``, each cell's model
     labelled ``model (run folder)`` and ties marked across the runs by the one tie rule. Runs of
     different protocols are a one-line UserError; different task sets are a note (ties then compare
@@ -262,7 +270,7 @@ def compare_runs(run_dirs: list[str | Path]) -> dict[str, Any]:
     protocols = {s["protocol"] for s in summaries}
     if len(protocols) > 1:
         raise UserError(f"runs of different protocols cannot be compared: {', '.join(sorted(protocols))}")
-    cells = [{**c, "model": f"{c['model']} ({d.name})"} for d, s in zip(dirs, summaries) for c in s["cells"]]
+    cells = [{**c, "model": f"{c['model']} ({d.name})"} for d, s in zip(dirs, summaries, strict=True) for c in s["cells"]]
     mark_ties(cells)
     notes = []
     if len({s.get("task_set_sha256") for s in summaries}) > 1:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any
 
 import typer
 
-from topoeval.core.errors import ProtocolErrors, UserError
 from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
+from topoeval.core.errors import ProtocolErrors, UserError
 
 app = typer.Typer(
     add_completion=False,
@@ -24,7 +24,7 @@ app = typer.Typer(
 EXIT_EPISODE_ERRORS = 3
 
 SuitesDir = Annotated[
-    Optional[list[Path]], typer.Option("--suites-dir", help="Extra folder(s) of suites (each a folder with suite.yaml).")
+    list[Path] | None, typer.Option("--suites-dir", help="Extra folder(s) of suites (each a folder with suite.yaml).")
 ]
 
 
@@ -39,43 +39,43 @@ def _console():
 def run(
     protocol: Annotated[str, typer.Argument(help="Protocol name under protocols/ or a path to a YAML file.")],
     model: Annotated[list[str], typer.Option("--model", "-m", help="Model to evaluate (repeatable).")],
-    out: Annotated[Optional[Path], typer.Option(help="Run folder (default results/<protocol>/<run-id>).")] = None,
-    tasks: Annotated[Optional[int], typer.Option(min=1, help="Override the test task count per topology.")] = None,
-    samples: Annotated[Optional[int], typer.Option(min=1, help="Override samples per task.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Concurrent episodes per model.")] = None,
-    shots: Annotated[Optional[str], typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
-    max_turns: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
-    api_base: Annotated[Optional[list[str]], typer.Option(
+    out: Annotated[Path | None, typer.Option(help="Run folder (default results/<protocol>/<run-id>).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, help="Override the test task count per topology.")] = None,
+    samples: Annotated[int | None, typer.Option(min=1, help="Override samples per task.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent episodes per model.")] = None,
+    shots: Annotated[str | None, typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
+    api_base: Annotated[list[str] | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for replicas.")] = None,
-    api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (default: the provider's env variable).")] = None,
     tool_mode: Annotated[ToolMode, typer.Option(help="How tools reach the model (auto: by the backend's capability).")] = ToolMode.auto,
-    tool_format: Annotated[Optional[str], typer.Option(help=(
+    tool_format: Annotated[str | None, typer.Option(help=(
         "Tool-call format: native, hermes, search-r1, react, json or a plug-in's (default: the backend's own); "
         "MODEL@FORMAT sets it per model."))] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="Override the protocol's temperature.")] = None,
-    top_p: Annotated[Optional[float], typer.Option(help="Override the protocol's top_p.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Override the protocol's temperature.")] = None,
+    top_p: Annotated[float | None, typer.Option(help="Override the protocol's top_p.")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
     max_retries: Annotated[int, typer.Option(
         min=0, help="Retries of 429/5xx/timeouts before an episode is recorded as an error (400/401/403/404: none).")] = 6,
     cache: Annotated[bool, typer.Option(help="Cache model responses in the run folder.")] = True,
     suites_dir: SuitesDir = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
-    trained_on: Annotated[Optional[list[Path]], typer.Option(
+    trained_on: Annotated[list[Path] | None, typer.Option(
         help="A `topoeval export` folder the model was trained on (repeatable): warns if evaluated tasks are in it.")] = None,
-    shard: Annotated[Optional[str], typer.Option(
+    shard: Annotated[str | None, typer.Option(
         help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval merge`.")] = None,
-    workers: Annotated[Optional[int], typer.Option(
+    workers: Annotated[int | None, typer.Option(
         min=0, help="Run the episodes in K local processes (0: one per core), merged at the end.")] = None,
     executor: Annotated[Executor, typer.Option(
         help="With ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs topoeval[ray].")] = Executor.local,
-    user_model: Annotated[Optional[str], typer.Option(
+    user_model: Annotated[str | None, typer.Option(
         help="A model that plays the simulated user from the hidden slots (default: the deterministic user).")] = None,
 ) -> None:
     """Run models on a protocol; re-running the same command resumes an interrupted run."""
+    from topoeval.api import BackendWarning, ContaminationWarning, RunConfig, run_protocol
     from topoeval.models.options import ModelOptions
     from topoeval.report.tables import print_success_table
-    from topoeval.api import BackendWarning, ContaminationWarning, RunConfig, run_protocol
 
     models = [m for spec in model for m in spec.replace(",", " ").split()]
     try:
@@ -116,7 +116,7 @@ def run(
 @app.command()
 def merge(
     run_dirs: Annotated[list[Path], typer.Argument(help="The run folder(s) of one run's shards.")],
-    out: Annotated[Optional[Path], typer.Option(help="Write the merged run here (default: the one folder given).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the merged run here (default: the one folder given).")] = None,
 ) -> None:
     """Merge a run's shards: the summary.json, reports and plots of the whole run (exit 1, listing them,
     if planned episodes are missing)."""
@@ -195,11 +195,9 @@ def protocols() -> None:
 @app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
     """Print success ± std, dq and each dimension, ID against OOD; rewrite report.md, plots and report.html."""
-    from topoeval.report.tables import print_quality_table, print_success_table
-    from topoeval.runner.store import read_json
-
     from topoeval.report.files import write_run_reports
-    from topoeval.runner.store import read_episodes
+    from topoeval.report.tables import print_quality_table, print_success_table
+    from topoeval.runner.store import read_episodes, read_json
 
     if not (run_dir / "summary.json").is_file():  # a training run: its record's diagnostics (docs/training.md)
         from topoeval.commands.train import report_training
@@ -228,10 +226,10 @@ def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of 
 
 @app.command()
 def sensitivity(
-    protocol: Annotated[Optional[str], typer.Argument(
+    protocol: Annotated[str | None, typer.Argument(
         help="Check each test topology and ladder step of this protocol (its test seed and limits: the zero-shot "
              "cells) instead of suites.")] = None,
-    suite: Annotated[Optional[list[str]], typer.Option("--suite", help="Suite(s), each checked alone (default: all).")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", help="Suite(s), each checked alone (default: all).")] = None,
     tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
     seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
@@ -251,7 +249,7 @@ def sensitivity(
 
         targets = protocol_targets(load_protocol(protocol, registry), registry)
     else:
-        names = suite or [n for n in registry.names() if registry.get(n).folder and "tool_suites" in registry.get(n).folder]
+        names = suite or [n for n in registry.names() if "tool_suites" in (registry.get(n).folder or "")]
         targets = [suite_target(n, registry, seed) for n in names]
     missed = False
     for target in targets:
@@ -273,14 +271,14 @@ def export(
     protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name, or a suite name.")],
     out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and topoeval_export.json).")],
     split: Annotated[Split, typer.Option(help="The task split to write.")] = Split.train,
-    tasks: Annotated[Optional[int], typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
-    topology: Annotated[Optional[str], typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
+    topology: Annotated[str | None, typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
     seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,
     format: Annotated[ExportFormat, typer.Option(
         "--format", help="rl: tasks for RL trainers; sft: successful conversations for fine-tuning.")] = ExportFormat.rl,
     policy: Annotated[str, typer.Option(
         help="--format sft: the model whose successful episodes on the split are kept ('none': only --from-run).")] = "oracle",
-    from_run: Annotated[Optional[list[Path]], typer.Option(
+    from_run: Annotated[list[Path] | None, typer.Option(
         help="--format sft: also keep this run folder's successful episodes (repeatable).")] = None,
     suites_dir: SuitesDir = None,
 ) -> None:
@@ -320,7 +318,7 @@ def serve_openenv(
     protocol: Annotated[str, typer.Argument(help="Default protocol of a reset (or a suite name).")] = "wiki_to_travel",
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-    topology: Annotated[Optional[str], typer.Option(help="Default topology (default: the protocol's train topology).")] = None,
+    topology: Annotated[str | None, typer.Option(help="Default topology (default: the protocol's train topology).")] = None,
     split: Annotated[Split, typer.Option(help="Default split of a reset.")] = Split.train,
     metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
@@ -337,11 +335,11 @@ def serve_openenv(
 @app.command("serve-model")
 def serve_model(
     model: Annotated[str, typer.Argument(help="smollm2-135m (the embedded model) or a GGUF path.")] = "smollm2-135m",
-    adapter: Annotated[Optional[list[str]], typer.Option(help="A LoRA adapter: smollm2-135m-wiki or a GGUF path (repeatable).")] = None,
+    adapter: Annotated[list[str] | None, typer.Option(help="A LoRA adapter: smollm2-135m-wiki or a GGUF path (repeatable).")] = None,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port on 127.0.0.1.")] = 8080,
     slots: Annotated[int, typer.Option(min=1, help="Sequences decoded together (continuous batching).")] = 4,
     n_ctx: Annotated[int, typer.Option(min=256, help="Context window of each slot.")] = 8192,
-    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
 ) -> None:
     """Serve a local GGUF model with the llama-server topoeval runs (OpenAI-compatible /v1, per-request
     LoRA adapters and grammars); Ctrl-C stops it. See docs/models.md."""
@@ -353,10 +351,10 @@ def serve_model(
 @app.command("serve-mcp")
 def serve_mcp(
     target: Annotated[str, typer.Argument(help="A suite name, or a protocol (name or YAML path).")],
-    topology: Annotated[Optional[str], typer.Option(help="The protocol's topology (default: its train topology).")] = None,
+    topology: Annotated[str | None, typer.Option(help="The protocol's topology (default: its train topology).")] = None,
     split: Annotated[Split, typer.Option(help="The task's split.")] = Split.test,
-    index: Annotated[Optional[int], typer.Option(min=0, help="Task index in the split (default 0).")] = None,
-    task_id: Annotated[Optional[str], typer.Option(help="The task's id, e.g. travel/test/3-1a2b3c4d (instead of --index).")] = None,
+    index: Annotated[int | None, typer.Option(min=0, help="Task index in the split (default 0).")] = None,
+    task_id: Annotated[str | None, typer.Option(help="The task's id, e.g. travel/test/3-1a2b3c4d (instead of --index).")] = None,
     suites_dir: SuitesDir = None,
 ) -> None:
     """Serve one task of a topology as a stdio MCP server: its tools with MCP annotations (topoeval's in
@@ -375,9 +373,9 @@ def publish(
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
     private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
     dry_run: Annotated[bool, typer.Option(help="Write the folder that would be uploaded (into --out) instead.")] = False,
-    out: Annotated[Optional[Path], typer.Option(help="With --dry-run: the folder to write.")] = None,
+    out: Annotated[Path | None, typer.Option(help="With --dry-run: the folder to write.")] = None,
     offline: Annotated[bool, typer.Option(help="With --dry-run: do not read the repo's current results.")] = False,
-    endpoint: Annotated[Optional[str], typer.Option(help="Hub endpoint (default: huggingface_hub's, HF_ENDPOINT).")] = None,
+    endpoint: Annotated[str | None, typer.Option(help="Hub endpoint (default: huggingface_hub's, HF_ENDPOINT).")] = None,
     episodes: Annotated[bool, typer.Option(help="Include the per-episode config.")] = True,
 ) -> None:
     """Publish runs as a Hub dataset (results + latest + episodes + card), merging with the repo's rows."""
@@ -429,7 +427,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
 
 
-def _click_exception() -> type:
+def _click_exception() -> type[Any]:
     """The click exception class behind typer's public ``BadParameter`` (typer >= 0.22 runs on its
     own copy of click, older typer on click itself): found from that public class, not by module."""
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")

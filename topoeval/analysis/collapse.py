@@ -76,17 +76,16 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
             elif not s_id:
                 entry["nulls"][f"transfer_ratio.{t}"] = "S_id is 0: the ratio S_ood / S_id is undefined"
         for t in ood:
-            drops = {}
+            drops: dict[str, float | None] = {}
             for dim in QUALITY:
                 a = _avg([_mean(topo.get(i), dim) for i in ids])
                 b = _mean(topo.get(t), dim)
                 drops[dim] = a - b if a is not None and b is not None else None
-            falling = [d for d in DIMENSIONS if drops[d] is not None and drops[d] > 0]
-            worst = max(falling, key=lambda d: drops[d], default=None)
-            ood_means = {d: _mean(topo.get(t), d) for d in DIMENSIONS}
-            applies = [d for d in DIMENSIONS if ood_means[d] is not None]
-            low = min(applies, key=lambda d: ood_means[d], default=None)  # ties: the first in DIMENSIONS
-            weakest = {"dimension": low, "mean": ood_means[low]} if low and ood_means[low] < 1.0 else None
+            falling = {d: v for d in DIMENSIONS if (v := drops[d]) is not None and v > 0}
+            worst = max(falling, key=falling.__getitem__, default=None)
+            applies = {d: m for d in DIMENSIONS if (m := _mean(topo.get(t), d)) is not None}
+            low = min(applies, key=applies.__getitem__, default=None)  # ties: the first in DIMENSIONS
+            weakest = {"dimension": low, "mean": applies[low]} if low is not None and applies[low] < 1.0 else None
             entry["dimension_collapse"][t] = {**drops, "falls_most": worst, "weakest": weakest}
             for dim in QUALITY:
                 if drops[dim] is None:
@@ -102,7 +101,7 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
                     else "every dimension that applies is at 1.0")
         if base_model and base_model != model and (base_model, baseline) in by_key:
             base = by_key[(base_model, baseline)]
-            entry["vs_base"] = {t: (v - _mean(base.get(t)) if v is not None and _mean(base.get(t)) is not None else None)
+            entry["vs_base"] = {t: (v - b if v is not None and (b := _mean(base.get(t))) is not None else None)
                                 for t, v in s_ood.items()}
         zero = by_key.get((model, "0-shot"))
         if baseline != "0-shot" and zero is not None:
@@ -111,7 +110,7 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
             for t, v in s_ood.items():
                 z = _mean(zero.get(t))
                 gap0 = z_id - z if z_id is not None and z is not None else None
-                recovery[t] = (v - z) / gap0 if gap0 and v is not None else None
+                recovery[t] = (v - z) / gap0 if gap0 and v is not None and z is not None else None
                 if recovery[t] is None:
                     entry["nulls"][f"fewshot_recovery.{t}"] = (
                         "the zero-shot gap is 0: there is nothing to recover" if gap0 == 0

@@ -87,9 +87,9 @@ def build_diagnostics(records: list[dict[str, Any]]) -> dict[str, Any]:
                                         "pass_gap": None, "trajectory_diversity": None}
     if k >= 2:
         solved = {t: sum(_solved(r) for r in rs) for t, rs in by_task.items()}
-        grouped["all_failed_share"] = _mean([float(c == 0) for c in solved.values()])
-        grouped["all_solved_share"] = _mean([float(c == len(by_task[t])) for t, c in solved.items()])
-        grouped["zero_signal_share"] = grouped["all_failed_share"] + grouped["all_solved_share"]
+        failed = grouped["all_failed_share"] = _mean([float(c == 0) for c in solved.values()])
+        all_solved = grouped["all_solved_share"] = _mean([float(c == len(by_task[t])) for t, c in solved.items()])
+        grouped["zero_signal_share"] = failed + all_solved if failed is not None and all_solved is not None else None
         grouped["pass_gap"] = _mean([pass_at_k(len(by_task[t]), c, k) - pass_at_k(len(by_task[t]), c, 1)
                                      for t, c in solved.items()])
         grouped["trajectory_diversity"] = _mean([len({_trajectory(r) for r in rs}) / len(rs) for rs in by_task.values()])

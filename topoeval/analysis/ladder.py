@@ -25,6 +25,7 @@ drops per axis (a format-shift step's axis is ``format``: the format's share of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
@@ -35,7 +36,7 @@ STEP_SHARE = 0.25
 EPS = 1e-9
 
 
-def at_floor(values: list[float | None]) -> bool:
+def at_floor(values: Sequence[float | None]) -> bool:
     """Whether every value is at the floor (0: nothing solved, nothing scored on the dimension)."""
     present = [v for v in values if v is not None]
     return bool(present) and all(v <= EPS for v in present)
@@ -100,7 +101,7 @@ def build_ladders(cells: list[dict[str, Any]], steps: list[tuple[str, str | None
             if len(defined) < 2:
                 continue
             curve = [{"topology": name, "axis": axis, "mean": s.get("mean"), "ci95": s.get("ci95")}
-                     for (name, axis), s in zip(steps, stats)]
+                     for (name, axis), s in zip(steps, stats, strict=True)]
             std = max(noise(stats[i]) for i in defined)
             # a dimension without meaning on some steps (no hidden slot, no trade-off...) is shaped
             # over the steps where it has one; each kept step keeps its own axis

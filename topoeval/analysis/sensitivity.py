@@ -24,6 +24,7 @@ from typing import Any
 
 from topoeval.core.suite import Task
 from topoeval.metrics.dimensions import DIMENSIONS
+
 # the targets and their episodes are the runner's (analysis reads scores, it runs nothing)
 from topoeval.runner.reference_runs import SUITE_LIMITS, Target, protocol_targets, suite_target
 
@@ -70,7 +71,7 @@ def build_matrix(target: Target, tasks: list[Task], scores: dict[str, list[dict[
         if p == "noop":
             noop_successes = sum(1 for r in rows if r["success"])
         if p == QUIT_EARLY:
-            quit_early_over = [t.id for t, r in zip(tasks, rows) if _over_progress(r)]
+            quit_early_over = [t.id for t, r in zip(tasks, rows, strict=True) if _over_progress(r)]
         cells[p] = {}
         for col in COLUMNS:
             vals = [r[col] for r in rows if r.get(col) is not None]

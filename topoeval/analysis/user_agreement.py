@@ -59,7 +59,7 @@ def replay_questions(run_dir: Path, user_model: str, options: Any = None) -> dic
     tasks: dict[tuple[str, str], Any] = {}
     for rec in _records(run_dir):
         asks = [c for c in rec.get("calls", []) if c.get("name") == "ask_user" and c.get("status") == "ok"]
-        topo = topologies.get(rec.get("topology"))
+        topo = topologies.get(rec.get("topology") or "")
         if not asks or topo is None:
             continue
         key = (topo.name, rec["task_id"])
@@ -77,9 +77,12 @@ def replay_questions(run_dir: Path, user_model: str, options: Any = None) -> dic
         ref = topo.suite.make_world(task)
         with use_user(llm, options):
             other = topo.suite.make_world(task)
-        if not (hasattr(getattr(ref, "user", None), "read") and hasattr(getattr(other, "user", None), "read")):
+        ref_user: Any = getattr(ref, "user", None)
+        other_user: Any = getattr(other, "user", None)
+        if not (hasattr(ref_user, "read") and hasattr(other_user, "read")):
             skipped += 1
-            ref.close(), other.close()
+            ref.close()
+            other.close()
             continue
         try:
             for call in rec["calls"]:
@@ -89,8 +92,8 @@ def replay_questions(run_dir: Path, user_model: str, options: Any = None) -> dic
                 if call["name"] == "ask_user" and call.get("status") == "ok":
                     q = str(args.get("question", ""))
                     questions.append({"episode_id": rec.get("episode_id"), "question": q,
-                                      "reference": list(label(ref.user.read(q))),
-                                      "user_model": list(label(other.user.read(q)))})
+                                      "reference": list(label(ref_user.read(q))),
+                                      "user_model": list(label(other_user.read(q)))})
                     continue
                 for world in (ref, other):
                     try:
@@ -98,7 +101,8 @@ def replay_questions(run_dir: Path, user_model: str, options: Any = None) -> dic
                     except (ToolError, TypeError, WorldError):
                         pass  # it failed in the episode too (or its arguments were malformed)
         finally:
-            ref.close(), other.close()
+            ref.close()
+            other.close()
     return {"questions": questions, "skipped_episodes": skipped}
 
 
@@ -109,8 +113,8 @@ def agreement(questions: list[dict[str, Any]]) -> dict[str, Any]:
     for slot in SLOTS:
         ref = [slot in q["reference"] for q in questions]
         oth = [slot in q["user_model"] for q in questions]
-        per[slot] = {"reference": sum(ref), "user_model": sum(oth), "both": sum(a and b for a, b in zip(ref, oth)),
-                     "agreement": (sum(a == b for a, b in zip(ref, oth)) / n) if n else None}
+        per[slot] = {"reference": sum(ref), "user_model": sum(oth), "both": sum(a and b for a, b in zip(ref, oth, strict=True)),
+                     "agreement": (sum(a == b for a, b in zip(ref, oth, strict=True)) / n) if n else None}
     exact = sum(q["reference"] == q["user_model"] for q in questions)
     return {"n_questions": n, "exact": exact / n if n else None, "slots": per,
             "disagreements": [q for q in questions if q["reference"] != q["user_model"]][:50]}

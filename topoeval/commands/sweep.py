@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -51,14 +51,14 @@ def run_sweep(protocol: str | Path, points: list[SweepPoint], out: Path, *, trai
 
 def sweep(
     training: Annotated[Path, typer.Argument(help="A training record (<name>.json from topoeval train) or the folder holding it.")],
-    protocol: Annotated[Optional[str], typer.Option(help="Protocol to evaluate on (default: the one it was trained for).")] = None,
-    work_dir: Annotated[Optional[Path], typer.Option(help="The training's working folder (default: recorded, else ./runs/train/<name>).")] = None,
-    every: Annotated[Optional[int], typer.Option(min=1, help="Only checkpoints at multiples of this step (and the last).")] = None,
-    tasks: Annotated[Optional[int], typer.Option(min=1, help="Test tasks per topology (default: the protocol's).")] = None,
+    protocol: Annotated[str | None, typer.Option(help="Protocol to evaluate on (default: the one it was trained for).")] = None,
+    work_dir: Annotated[Path | None, typer.Option(help="The training's working folder (default: recorded, else ./runs/train/<name>).")] = None,
+    every: Annotated[int | None, typer.Option(min=1, help="Only checkpoints at multiples of this step (and the last).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, help="Test tasks per topology (default: the protocol's).")] = None,
     shots: Annotated[int, typer.Option(min=0, help="The baseline evaluated at every checkpoint.")] = 0,
-    max_turns: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Sweep folder (default ./results/<protocol>/sweep-<model>).")] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Sweep folder (default ./results/<protocol>/sweep-<model>).")] = None,
 ) -> None:
     """Evaluate every kept checkpoint of a training run on the protocol's ID and OOD topologies (and ladder):
     success and dq against the training step with 95 % CIs (summary.json, sweep.png, report.md/html)."""

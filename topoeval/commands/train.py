@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -24,11 +24,11 @@ def _reward(text: str) -> str | dict[str, float]:
 def train(
     protocol: Annotated[str, typer.Argument(help="Protocol name or YAML path: its train topology is trained on.")],
     method: Annotated[str, typer.Option(help="sft (oracle conversations) or grpo (RL in topoeval's environment).")] = "sft",
-    n: Annotated[Optional[int], typer.Option("--tasks", min=1, help="Train-split tasks (sft: the oracle's conversations, default 300; grpo: the prompt pool, default 200).")] = None,
+    n: Annotated[int | None, typer.Option("--tasks", min=1, help="Train-split tasks (sft: the oracle's conversations, default 300; grpo: the prompt pool, default 200).")] = None,
     epochs: Annotated[float, typer.Option(min=0.01, help="sft: passes over the conversations.")] = 2.0,
-    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; grpo: default 16).")] = None,
-    data: Annotated[Optional[list[Path]], typer.Option(help="sft: more `topoeval export --format sft` folders (repeatable).")] = None,
-    learning_rate: Annotated[Optional[float], typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo 5e-5).")] = None,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; grpo: default 16).")] = None,
+    data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders (repeatable).")] = None,
+    learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo 5e-5).")] = None,
     init: Annotated[str, typer.Option(help="grpo: start from 'sft' (the shipped SFT adapter), 'base', or a GGUF LoRA file.")] = "sft",
     num_generations: Annotated[int, typer.Option(min=2, help="grpo: rollouts per task (group size).")] = 8,
     prompts_per_step: Annotated[int, typer.Option(min=1, help="grpo: tasks per step.")] = 2,
@@ -39,12 +39,12 @@ def train(
     turn_tokens: Annotated[int, typer.Option(min=1, help="grpo: tokens per turn.")] = 64,
     max_completion_tokens: Annotated[int, typer.Option(min=1, help="grpo: model tokens per rollout episode.")] = 256,
     seed: Annotated[int, typer.Option(help="Seed of the adapter's initialisation, the data order and (grpo) sampling.")] = 0,
-    name: Annotated[Optional[str], typer.Option(help="Adapter model name (default smollm2-135m-<train topology>[-grpo]).")] = None,
+    name: Annotated[str | None, typer.Option(help="Adapter model name (default smollm2-135m-<train topology>[-grpo]).")] = None,
     base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
-    save_steps: Annotated[Optional[int], typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo 4).")] = None,
-    threads: Annotated[Optional[int], typer.Option(min=1, help="torch threads.")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option(help="Where the GGUF adapter and its record go (default ./runs/adapters; make train: adapters/).")] = None,
-    work_dir: Annotated[Optional[Path], typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
+    save_steps: Annotated[int | None, typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo 4).")] = None,
+    threads: Annotated[int | None, typer.Option(min=1, help="torch threads.")] = None,
+    out_dir: Annotated[Path | None, typer.Option(help="Where the GGUF adapter and its record go (default ./runs/adapters; make train: adapters/).")] = None,
+    work_dir: Annotated[Path | None, typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
     fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
     dry_run: Annotated[bool, typer.Option(help="sft: export and tokenize the data, print its size, train nothing.")] = False,
 ) -> None:

@@ -4,7 +4,7 @@ and by an LLM user, their agreement per slot (:mod:`topoeval.analysis.user_agree
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,8 +12,8 @@ import typer
 def user_agreement(
     run_dir: Annotated[Path, typer.Argument(help="A run folder of `topoeval run`.")],
     user_model: Annotated[str, typer.Option(help="The model to compare with the deterministic user (litellm or direct:NAME).")],
-    api_base: Annotated[Optional[list[str]], typer.Option(help="OpenAI-compatible server URL for the user model.")] = None,
-    api_key: Annotated[Optional[str], typer.Option(help="API key (default: the provider's env variable).")] = None,
+    api_base: Annotated[list[str] | None, typer.Option(help="OpenAI-compatible server URL for the user model.")] = None,
+    api_key: Annotated[str | None, typer.Option(help="API key (default: the provider's env variable).")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
 ) -> None:
     """Replay a run's ask_user questions through the deterministic user and an LLM user; agreement per slot

@@ -4,7 +4,7 @@ oracle once on every task they evaluate (:mod:`topoeval.runner.oracle_check`).""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,7 @@ from topoeval.core.errors import UserError
 
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Protocol YAML files.")],
-    suites_dir: Annotated[Optional[list[Path]], typer.Option(
+    suites_dir: Annotated[list[Path] | None, typer.Option(
         "--suites-dir", help="Extra folder(s) of suites (each a folder with suite.yaml).")] = None,
     oracle: Annotated[bool, typer.Option(
         "--oracle", help="Also play the oracle once on every evaluated task: its plan must run without errors, "

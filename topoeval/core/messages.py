@@ -16,7 +16,7 @@ class ToolCall(BaseModel):
     arguments: str = Field(default="{}", description="Raw JSON text of the arguments (may be malformed).")
 
     @classmethod
-    def make(cls, id: str, name: str, arguments: dict[str, Any]) -> "ToolCall":
+    def make(cls, id: str, name: str, arguments: dict[str, Any]) -> ToolCall:
         return cls(id=id, name=name, arguments=json.dumps(arguments, ensure_ascii=False))
 
     def openai(self) -> dict[str, Any]:
@@ -46,7 +46,7 @@ class AssistantMessage(BaseModel):
         return msg
 
     @classmethod
-    def from_openai(cls, message: Any, usage: dict[str, Any] | None = None, id_template: str = "call_{i}") -> "AssistantMessage":
+    def from_openai(cls, message: Any, usage: dict[str, Any] | None = None, id_template: str = "call_{i}") -> AssistantMessage:
         """The one reader of an OpenAI-format assistant message: a ``choices[0].message`` dict (or an
         object with the same attributes, as adapters' message classes are), plus ``usage``.
 

@@ -27,8 +27,8 @@ class SamplingParams(BaseModel):
 class EpisodeContext:
     """What the runner knows about the episode; only reference policies may look at the task."""
 
-    task: "Task"
-    suite: "Suite"
+    task: Task
+    suite: Suite
     sample: int
     shots: int
     #: the episode's key in its run (model|baseline|topology|task|sample); "" outside a run.
@@ -96,5 +96,5 @@ class Policy(ABC):
         """
         return None
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """Release backend resources (servers, sessions)."""

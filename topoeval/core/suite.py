@@ -242,11 +242,11 @@ class World(ABC):
     def snapshot(self) -> dict[str, Any]:
         """JSON-serialisable state, used for diffs and invariants."""
 
-    def end_instruction(self, index: int) -> None:
+    def end_instruction(self, index: int) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """The agent handed user instruction ``index`` back (0: the prompt). Worlds that score each
         instruction (BFCL) check it here; the default does nothing."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """Release what the world holds (a server process, a scratch folder). The runner calls it
         once the episode's record is made, however the episode ended; it must be idempotent."""
 

@@ -14,8 +14,8 @@ each other's), in worker processes too (each re-enters the runner with the pickl
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,7 +38,8 @@ class UserSettings(BaseModel):
                                               "user_instruction_version": USER_INSTRUCTION_VERSION}
 
 
-_ACTIVE: contextvars.ContextVar[UserSettings] = contextvars.ContextVar("topoeval_user", default=UserSettings())
+_ACTIVE: contextvars.ContextVar[UserSettings] = contextvars.ContextVar(
+    "topoeval_user", default=UserSettings())  # noqa: B039 - UserSettings is frozen
 _OPTIONS: contextvars.ContextVar[object | None] = contextvars.ContextVar("topoeval_user_options", default=None)
 
 

@@ -16,7 +16,7 @@ or in-process with :func:`register_format`.
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 from topoeval.core.errors import UserError
 from topoeval.formats.base import ToolFormat, strip_think
@@ -46,7 +46,7 @@ def register_format(cls: type[ToolFormat]) -> type[ToolFormat]:
     return cls
 
 
-def _from_entry_points() -> dict[str, object]:
+def _from_entry_points() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _BUILTIN}
 
 

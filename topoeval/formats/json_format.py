@@ -72,7 +72,7 @@ class JsonFormat(ToolFormat):
             return head, [(name.group(1) if name else "", body)]
         calls = _calls(obj)
         if calls is None:
-            if isinstance(obj, dict) and isinstance(obj.get("answer", obj.get("response")), str):
-                return obj.get("answer", obj.get("response")), []
+            if isinstance(obj, dict) and isinstance(answer := obj.get("answer", obj.get("response")), str):
+                return answer, []
             return head, [("", body)]
         return head, calls

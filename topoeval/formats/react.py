@@ -52,7 +52,8 @@ class ReactFormat(ToolFormat):
     def parse(self, text: str, tools: Tools) -> tuple[str, list[tuple[str, str]]]:
         text = _OBSERVATION.split(text, 1)[0]
         calls = [(name.strip(), (args or "").strip() or "{}") for name, args in _ACTION.findall(text)]
-        if calls:
-            return text[:_ACTION.search(text).start()].strip(), calls
+        first = _ACTION.search(text)
+        if calls and first is not None:
+            return text[:first.start()].strip(), calls
         final = _FINAL.split(text)
         return (final[-1] if len(final) > 1 else text).strip(), []

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall
@@ -51,7 +51,7 @@ def applicable_mean() -> Metric:
     NaN when it applied to none."""
 
     def compute(scores: list[SampleScore]) -> float:
-        values = [float(s.score.value) for s in scores if not math.isnan(float(s.score.value))]
+        values = [v for s in scores if not math.isnan(v := float(cast(float, s.score.value)))]
         return sum(values) / len(values) if values else float("nan")
 
     return compute
@@ -144,7 +144,7 @@ def topoeval_task(protocol: str = "wiki_to_travel", topology: str | None = None,
                               target=t.answer if t.answer is not None else "",
                               metadata={"topoeval_task": t.model_dump(mode="json"), "index": i}))
     name = f"topoeval_{tasks.protocol.name}_{tasks.name}_{split}"
-    where = {"protocol": str(protocol), "topology": tasks.name, "split": split, "max_turns": max_turns,
+    where: dict[str, Any] = {"protocol": str(protocol), "topology": tasks.name, "split": split, "max_turns": max_turns,
              "suites_dirs": list(suites_dirs or [])}
     return Task(dataset=MemoryDataset(samples, name=name), solver=topoeval_agent(**where),
                 scorer=topoeval_scorer(**where), name=name)

@@ -22,13 +22,18 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import ToolCall
-from topoeval.core.suite import Task, ToolSpec, WorldError
-from topoeval.integrations.topology_tasks import TopologyTasks, load_topology_tasks, mcp_annotations, topoeval_annotations
+from topoeval.core.suite import Split, Task, ToolSpec, WorldError
+from topoeval.integrations.topology_tasks import (
+    TopologyTasks,
+    load_topology_tasks,
+    mcp_annotations,
+    topoeval_annotations,
+)
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
 
 INSTALL_HINT = "serve-mcp needs the MCP SDK: pip install 'topoeval[mcp]'"
@@ -122,7 +127,7 @@ def _tool(spec: ToolSpec) -> Any:
 
     hints = mcp_annotations(spec)
     return types.Tool(
-        name=spec.name, description=spec.description, input_schema=spec.parameters, meta=tool_meta(spec),
+        name=spec.name, description=spec.description, input_schema=spec.parameters, _meta=tool_meta(spec),
         annotations=types.ToolAnnotations(read_only_hint=hints["readOnlyHint"], destructive_hint=hints["destructiveHint"],
                                           idempotent_hint=hints["idempotentHint"], open_world_hint=hints["openWorldHint"]),
     )
@@ -188,7 +193,7 @@ def pick_task(tasks: TopologyTasks, index: int | None, task_id: str | None) -> T
         if split != tasks.split:
             raise UserError(f"task id '{task_id}' is of the {split} split; add --split {split}")
     index = index or 0
-    size = tasks.topology.suite.pool_size(tasks.topology.params, tasks.split)
+    size = tasks.topology.suite.pool_size(tasks.topology.params, cast(Split, tasks.split))
     if index < 0 or (size is not None and index >= size):
         raise UserError(f"no task {index} in the {tasks.split} split of '{tasks.name}'"
                         + (f" (it has {size})" if size is not None else ""))

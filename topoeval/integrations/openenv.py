@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.integrations.topology_tasks import TopologyTasks, load_topology_tasks
+from topoeval.runner.episode import EpisodeState
 
 try:
     from openenv.core import Action, EnvClient, Environment, Observation, State, create_app
@@ -99,11 +100,11 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
     def __init__(self, protocol: str = "wiki_to_travel", topology: str | None = None, split: str = "train",
                  metric: str | dict[str, float] = "success", suites_dirs: tuple[str, ...] = ()):
         super().__init__()
-        self.defaults = {"protocol": protocol, "topology": topology, "split": split, "metric": metric}
+        self.defaults: dict[str, Any] = {"protocol": protocol, "topology": topology, "split": split, "metric": metric}
         self.suites_dirs = suites_dirs
         self._next = itertools.count()
         self._tasks: TopologyTasks | None = None
-        self._episode = None
+        self._episode: EpisodeState | None = None
         self._metric = metric
         self._state = TopoevalState()
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from topoeval.core.messages import AssistantMessage
-from topoeval.core.suite import Effect, Task, ToolSpec
+from topoeval.core.suite import Effect, Split, Task, ToolSpec
 from topoeval.protocol.schema import Limits, Protocol
 from topoeval.protocol.topology import ResolvedTopology
 from topoeval.runner.episode import EpisodeState
@@ -72,7 +72,7 @@ class TopologyTasks:
 
     def task(self, index: int) -> Task:
         """Task ``index`` of the split: the task ``topoeval run`` draws at that position."""
-        return self.topology.suite.generate(self.topology.params, self.split, self.seed, index)
+        return self.topology.suite.generate(self.topology.params, cast(Split, self.split), self.seed, index)
 
     def tasks(self, n: int, start: int = 0) -> list[Task]:
         return [self.task(i) for i in range(start, start + n)]

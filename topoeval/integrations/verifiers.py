@@ -39,14 +39,17 @@ from __future__ import annotations
 
 import inspect
 import json
-import sys
 from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall
 from topoeval.core.suite import Task
 from topoeval.integrations.topology_tasks import (
-    REPORTED, TopologyTasks, load_topology_tasks, mcp_annotations, topoeval_annotations,
+    REPORTED,
+    TopologyTasks,
+    load_topology_tasks,
+    mcp_annotations,
+    topoeval_annotations,
 )
 
 try:
@@ -163,7 +166,7 @@ class TopoevalToolset(vf.Toolset[TopoevalToolsetConfig]):
             return observation_text(rec)
 
         # MCP builds its argument model from the signature: one optional field per schema property.
-        call.__signature__ = inspect.Signature(
+        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any) for p in params])
         call.__name__ = name
         return call

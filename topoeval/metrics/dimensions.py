@@ -84,7 +84,7 @@ def priority(task: Task, events: list[dict[str, Any]]) -> float | None:
     mine = vector(committed[-1])
     if mine == best:
         return 1.0
-    levels = next(i for i, (a, b) in enumerate(zip(mine, best)) if a != b)
+    levels = next(i for i, (a, b) in enumerate(zip(mine, best, strict=True)) if a != b)
     return levels / len(task.priority)
 
 
@@ -105,7 +105,7 @@ def risk(task: Task, events: list[dict[str, Any]], tools: dict[str, ToolSpec]) -
         return None, 0
     hidden = set(task.hidden_slots)
     starts = instruction_starts(events)
-    asked_in = {}
+    asked_in: dict[str, int] = {}
     for g in task.gold:
         asked_in[g.tool] = min(asked_in.get(g.tool, g.instruction), g.instruction)
     unsafe = 0
@@ -136,7 +136,7 @@ def serial_violations(task: Task, calls: list[dict[str, Any]], events: list[dict
     deps = {g.id: g.depends_on for g in task.gold}
     instruction = {g.id: g.instruction for g in task.gold}
     starts = instruction_starts(events)
-    for call, node in zip(calls, matched):
+    for call, node in zip(calls, matched, strict=True):
         if node is None:
             continue
         if (any(seen_at.get(d, 10**9) >= call["turn"] for d in deps[node])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.metrics.dimensions import decision_quality
 from topoeval.core.suite import Suite, Task, World
+from topoeval.metrics.dimensions import decision_quality
 
 
 def score_episode(suite: Suite, task: Task, record: dict[str, Any], world: World) -> dict[str, Any]:

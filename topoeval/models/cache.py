@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.messages import AssistantMessage
-from topoeval.formats import suite_format
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+from topoeval.formats import suite_format
 
 
 class ResponseCache:
@@ -59,11 +59,11 @@ class CachedPolicy(Policy):
         self.name, self.concurrency = inner.name, inner.concurrency
 
     @property
-    def weights(self) -> str | None:
+    def weights(self) -> str | None:  # type: ignore[override]  # read-only: the wrapped policy's
         return self.inner.weights
 
     @property
-    def inference(self) -> dict | None:
+    def inference(self) -> dict | None:  # type: ignore[override]  # read-only: the wrapped policy's
         return self.inner.inference
 
     @property

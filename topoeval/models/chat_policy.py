@@ -8,10 +8,10 @@ from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
+from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 from topoeval.formats import ToolFormat, default_format, get_format, resolve_format, suite_format
 from topoeval.models.options import ModelOptions
 from topoeval.models.retry import PermanentError, with_retries
-from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 
 #: The preflight request: one short turn, no tools, a few tokens.
 PREFLIGHT_MESSAGES = [{"role": "user", "content": "Reply with the word OK."}]

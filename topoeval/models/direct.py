@@ -8,7 +8,6 @@ replicas of one model: each episode is pinned to one, and moves to another when 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -16,11 +15,18 @@ import aiohttp
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
+from topoeval.core.policy import EpisodeContext, SamplingParams
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, ReplicaPool, episode_pin
-from topoeval.models.retry import NON_RETRYABLE, PermanentError, TransientError, bad_request, parse_retry_after, permanent_fix
-from topoeval.core.policy import EpisodeContext, SamplingParams
+from topoeval.models.retry import (
+    NON_RETRYABLE,
+    PermanentError,
+    TransientError,
+    bad_request,
+    parse_retry_after,
+    permanent_fix,
+)
 
 try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
     import orjson
@@ -33,7 +39,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     def _dumps(obj: Any) -> bytes:
         return json.dumps(obj).encode()
 
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # same call shape as orjson.loads
 
 
 class DirectPolicy(ChatPolicy):
@@ -97,7 +103,7 @@ class DirectPolicy(ChatPolicy):
                                          retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
                 if resp.status >= 400:
                     raise self._refused(resp.status, raw)
-        except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientConnectionError) as exc:
             self.replicas.failed(base)
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
         self.replicas.succeeded(base)

@@ -28,7 +28,7 @@ def embedded_gguf() -> str:
         raise UserError(f"the embedded model is not installed; run: {INSTALL_HINT} (make eval does this)") from None
     for f in dist.files or []:
         if f.name == GGUF_NAME:
-            path = Path(dist.locate_file(f))
+            path = Path(str(dist.locate_file(f)))
             if path.is_file():
                 if file_sha256(path) != GGUF_SHA256:
                     raise UserError(f"{path} is not the embedded model's GGUF (its sha256 is not {GGUF_SHA256[:12]}...); "

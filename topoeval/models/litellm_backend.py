@@ -11,12 +11,21 @@ import os
 from typing import Any
 
 from topoeval.core.messages import AssistantMessage
+from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, episode_pin
-from topoeval.models.retry import (CONTEXT_LIMIT, MISSING_CREDENTIALS, NON_RETRYABLE, PermanentError, RefusalError,
-                                   TransientError, bad_request, parse_retry_after, permanent_fix)
-from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
+from topoeval.models.retry import (
+    CONTEXT_LIMIT,
+    MISSING_CREDENTIALS,
+    NON_RETRYABLE,
+    PermanentError,
+    RefusalError,
+    TransientError,
+    bad_request,
+    parse_retry_after,
+    permanent_fix,
+)
 
 _TRANSIENT_NAMES = {
     "RateLimitError", "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",

@@ -171,7 +171,7 @@ class LlamaServer:
             text = Path(self.log.name).read_text(errors="replace")
         except OSError:
             return ""
-        kept = [l.strip() for l in text.splitlines() if l.strip()]
+        kept = [line.strip() for line in text.splitlines() if line.strip()]
         return " | ".join(kept[-lines:])
 
     def stop(self, grace_s: float = 5.0) -> None:

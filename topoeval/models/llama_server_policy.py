@@ -200,12 +200,12 @@ class LlamaServerPolicy(DirectPolicy):
         return slot
 
     @property
-    def weights(self) -> str | None:
+    def weights(self) -> str | None:  # type: ignore[override]  # read-only: from the adapter file
         """The adapter file's sha256 (the base GGUF is fixed by the name; an adapter can be retrained)."""
         return file_sha256(Path(self.lora_path)) if self.lora_path else None
 
     @property
-    def inference(self) -> dict[str, Any]:
+    def inference(self) -> dict[str, Any]:  # type: ignore[override]  # read-only: from the server
         """What decoding ran on (run.json's fingerprint): the server build, its batching, this CPU."""
         from topoeval.models.fingerprint import inference_fingerprint
 

@@ -45,6 +45,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal, overload
 
 from topoeval.core.errors import UserError
 
@@ -85,6 +86,10 @@ def build_dir(flags: tuple[str, ...] | None = None) -> Path:
     return cache_root() / "llama-server" / build_tag(isa_flags() if flags is None else flags)
 
 
+@overload
+def server_binary(required: Literal[True] = True) -> Path: ...
+@overload
+def server_binary(required: bool) -> Path | None: ...
 def server_binary(required: bool = True) -> Path | None:
     """The llama-server to run: ``$TOPOEVAL_LLAMA_SERVER``, else the cached portable build."""
     custom = os.environ.get("TOPOEVAL_LLAMA_SERVER")
@@ -176,7 +181,7 @@ def build(force: bool = False, jobs: int | None = None, log=sys.stderr) -> Path:
             proc = subprocess.run(step, capture_output=True, text=True)
             info = info or _configure_info(proc.stdout + proc.stderr)
             if proc.returncode != 0:
-                lines = [l for l in (proc.stdout + proc.stderr).splitlines() if "error" in l.lower()] or \
+                lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "error" in ln.lower()] or \
                         (proc.stdout + proc.stderr).strip().splitlines()
                 raise UserError(f"building llama-server failed ({' '.join(step[:2])}): {lines[-1] if lines else proc.returncode}")
         built = next(tree.rglob(BINARY), None)

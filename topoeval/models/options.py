@@ -45,7 +45,7 @@ class ModelOptions(BaseModel):
         return {name: getattr(self, name) for name in self.EPISODE_FIELDS}
 
     @model_validator(mode="after")
-    def _replicas(self) -> "ModelOptions":
+    def _replicas(self) -> ModelOptions:
         urls = split_urls([*([self.api_base] if self.api_base else []), *self.api_bases])
         self.api_bases = urls
         self.api_base = urls[0] if urls else None

@@ -8,7 +8,13 @@ lives in :mod:`topoeval.formats.hermes` (one of the pluggable tool-call formats)
 
 from __future__ import annotations
 
-from topoeval.formats.hermes import (INSTRUCTIONS, call_text, parse_prompt_reply, prompt_reply, render_tools,
-                                     to_prompt_messages)
+from topoeval.formats.hermes import (
+                                     INSTRUCTIONS,
+                                     call_text,
+                                     parse_prompt_reply,
+                                     prompt_reply,
+                                     render_tools,
+                                     to_prompt_messages,
+)
 
 __all__ = ["INSTRUCTIONS", "call_text", "parse_prompt_reply", "prompt_reply", "render_tools", "to_prompt_messages"]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 CURRENT_EPISODE: contextvars.ContextVar[str | None] = contextvars.ContextVar("topoeval_episode", default=None)
 
 
-def episode_pin(ctx: "EpisodeContext") -> str:
+def episode_pin(ctx: EpisodeContext) -> str:
     """What pins an episode to a replica: its run key when the runner gave one, else its identity
     within the policy (topology's suite, task, sample, shots)."""
     key = getattr(ctx, "key", None)

@@ -15,18 +15,16 @@ Retry-After.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
 import asyncio
 import random
 import re
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from topoeval.core.errors import UserError
 from topoeval.core.policy import ContextLimitError, RefusalError
-
 
 T = TypeVar("T")
 

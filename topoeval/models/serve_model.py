@@ -44,7 +44,7 @@ def serve(model: str, adapters: list[str], port: int, slots: int, n_ctx: int, n_
         signal.signal(sig, lambda *_: stop.set())
     echo(f"llama-server on {server.api_base} ({slots} slots; log {server.log.name}); "
          f"use it with: topoeval run PROTOCOL -m direct:local --api-base {server.api_base}")
-    for i, (name, path) in enumerate(zip(adapters, loras)):
+    for i, name in enumerate(adapters):
         echo(f'  adapter {i}: {name} — per request: "lora": [{{"id": {i}, "scale": 1.0}}]')
     echo("Ctrl-C stops it")
     try:

@@ -13,9 +13,9 @@ import time
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, Usage
-from topoeval.models.options import ModelOptions
-from topoeval.formats import default_format, get_format, resolve_format, suite_format
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+from topoeval.formats import default_format, get_format, resolve_format, suite_format
+from topoeval.models.options import ModelOptions
 
 INSTALL_HINT = "pip install 'topoeval[hf]'  (transformers and torch)"
 
@@ -70,7 +70,8 @@ class TransformersPolicy(Policy):
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
         started = time.perf_counter()
-        fmt = self.format if suite_format(ctx.suite) in (None, self.format.name) else get_format(suite_format(ctx.suite))
+        shifted = suite_format(ctx.suite)
+        fmt = self.format if shifted is None or shifted == self.format.name else get_format(shifted)
         if fmt.native:
             raise UserError(f"model '{self.name}': a topology shifts it to native function calling, which hf: checkpoints lack")
         fmt.check(tools)

@@ -16,22 +16,23 @@ Any model form but the reference policies takes a ``@FORMAT`` suffix naming its 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
 from topoeval.core.errors import UserError
+from topoeval.core.policy import Policy
 from topoeval.formats import split_format
 from topoeval.models.adapters import is_adapter_model
 from topoeval.models.options import ModelOptions
 from topoeval.policies.oracle import VARIANTS
-from topoeval.core.policy import Policy
 from topoeval.policies.reference import NoopPolicy, OraclePolicy, QuitEarlyPolicy, RandomPolicy
 
 #: Reference policies by name. The flawed oracles (``oracle-no-ask``, ...) are oracle variants
 #: that each break one decision-quality dimension; the suites implement them. ``oracle-quit-early``
 #: follows the oracle for about half of its calls and stops without committing.
 REFERENCE: dict[str, Callable[[], Policy]] = {
-    **{v: (lambda v=v: OraclePolicy(v)) for v in VARIANTS},
+    **{v: functools.partial(OraclePolicy, v) for v in VARIANTS},
     "oracle-quit-early": QuitEarlyPolicy,
     "noop": NoopPolicy,
     "random": RandomPolicy,

@@ -23,7 +23,7 @@ from topoeval.core.suite import WorldError
 #: greedy and short: the user answers one question
 USER_SAMPLING = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=256, seed=0)
 
-_CLIENTS: dict[tuple[str, str], "UserModel"] = {}
+_CLIENTS: dict[tuple[str, str], UserModel] = {}
 _LOCK = threading.Lock()
 
 

@@ -21,6 +21,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from importlib.metadata import EntryPoint, distributions, entry_points
 from importlib.resources import files
 from pathlib import Path
@@ -75,7 +76,7 @@ class SuiteRegistry:
     ``topoeval.suites`` entry points (the shipped suites among them). Earlier folders win over later
     ones; folders win over entry points."""
 
-    def __init__(self, suites_dirs: list[str | Path] | tuple = ()):
+    def __init__(self, suites_dirs: Sequence[str | Path] = ()):
         extra = [p for p in os.environ.get("TOPOEVAL_SUITES_PATH", "").split(os.pathsep) if p]
         self.dirs = [Path(d) for d in [*suites_dirs, *extra]]
         self._folders: dict[str, Path] = {}

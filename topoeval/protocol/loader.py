@@ -12,17 +12,18 @@ from __future__ import annotations
 import hashlib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from topoeval.protocol.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
 from topoeval.core.errors import ProtocolErrors, UserError
 from topoeval.core.paths import protocol_folder
-from topoeval.protocol.schema import Protocol
 from topoeval.core.suite import canonical_json
+from topoeval.protocol.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
+from topoeval.protocol.schema import Protocol, TopologySpec
 
 Loc = tuple[str | int, ...]
 
@@ -68,6 +69,7 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry, folder: st
             errors += semantic_errors(protocol, registry)
     if errors:
         raise ProtocolErrors([f"{filename}:{_line_of(root, loc)} {format_loc(loc)}: {msg}" for loc, msg in errors])
+    assert protocol is not None  # a protocol that did not validate has errors
     return protocol
 
 
@@ -182,7 +184,7 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
     def label(topo: Any) -> str:
         return f"'{topo.name}' ({topo.suite})"
 
-    tests = [(("test", i), t) for i, t in enumerate(protocol.test)]
+    tests: list[tuple[Loc, TopologySpec]] = [(("test", i), t) for i, t in enumerate(protocol.test)]
     tests += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
     tests = [(loc, t) for loc, t in tests if loc in sized]
     for loc, topo in tests:
@@ -192,7 +194,7 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
             where, what = ((*loc, "n_tasks"), f"n_tasks is {n}") if topo.n_tasks is not None else (loc, f"tasks.test.n is {n}")
             errors.append((where, f"{what} but the test split of {label(topo)} holds {pool} tasks"))
     if max(protocol.baselines.shots) > 0:
-        donors = tests if protocol.baselines.demos_from == "target" else [(("train",), protocol.train)]
+        donors: list[tuple[Loc, TopologySpec]] = tests if protocol.baselines.demos_from == "target" else [(("train",), protocol.train)]
         for loc, topo in donors:
             pool = size(loc, "fewshot") if loc in sized else None
             if pool is not None and protocol.tasks.fewshot.n > pool:
@@ -233,7 +235,7 @@ def format_loc(loc: Loc) -> str:
     return out or "(top level)"
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: Mapping[str, Any]) -> str:
     if error["type"] == "extra_forbidden":
         allowed = _allowed_fields(tuple(error["loc"][:-1]))
         key = str(error["loc"][-1])

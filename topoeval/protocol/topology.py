@@ -9,10 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from topoeval.core.errors import UserError
 from topoeval.core.paths import protocol_folder
+from topoeval.core.suite import Split, Suite, Task
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.schema import TopologySpec
-from topoeval.core.suite import Split, Suite, Task
 from topoeval.transforms import SuiteView, apply_transforms
 
 
@@ -35,6 +36,8 @@ class ResolvedTopology:
 
 def resolve(spec: TopologySpec, registry: SuiteRegistry) -> ResolvedTopology:
     """Apply the transforms, parse the params, and fix the tool list and topology they give."""
+    if spec.suite is None:
+        raise UserError(f"topology '{spec.name}' names no suite")
     suite = apply_transforms(registry.get(spec.suite), spec.transforms)
     with protocol_folder(spec._folder):  # relative paths in params: from the protocol file's folder
         params = suite.parse_params(spec.params)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
 import yaml
 
-from topoeval.core.version import __version__
 from topoeval.analysis.stats import is_tie, noise, tie_margin
+from topoeval.core.version import __version__
 
-CONFIGS = [
+CONFIGS: list[dict[str, Any]] = [
     {"config_name": "results", "data_files": [{"split": "train", "path": "data/results.parquet"}], "default": True},
     {"config_name": "latest", "data_files": [{"split": "train", "path": "data/latest.parquet"}]},
     {"config_name": "episodes", "data_files": [{"split": "train", "path": "episodes/**/*.parquet"}]},
@@ -47,7 +48,7 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         })
     for entries in boards.values():
         entries.sort(key=lambda e: (-(e["S_ood"] if e["S_ood"] is not None else -1), e["model"], e["baseline"]))
-        for above, e in zip(entries, entries[1:]):
+        for above, e in itertools.pairwise(entries):
             if e["S_ood"] is not None and above["S_ood"] is not None:
                 e["tie"] = is_tie(above["S_ood"] - e["S_ood"], tie_margin(above["noise"], e["noise"]))
     return dict(boards)
@@ -61,7 +62,7 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True)
     """README.md: YAML metadata (configs, license, tags), then one leaderboard per protocol.
     ``episodes=False``: the repo holds no per-episode files, so that config is not declared."""
     configs = [c for c in CONFIGS if episodes or c["config_name"] != "episodes"]
-    meta = {"configs": configs, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
+    meta: dict[str, Any] = {"configs": configs, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
             "tags": ["topoeval", "agents", "tool-use", "evaluation", "leaderboard"]}
     lines = ["---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
              f"# topoeval leaderboard — `{repo_id}`", "",

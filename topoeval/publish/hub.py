@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ RESULTS_FILE = "data/results.parquet"
 LATEST_FILE = "data/latest.parquet"
 
 
-def stage(run_dirs: list[str | Path], out: str | Path, repo_id: str,
+def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
           existing: list[dict[str, Any]] | None = None, episodes: bool = True) -> list[str]:
     """Write the folder a publish uploads: results merged into ``existing``, the latest view,
     the runs' episodes (unless ``episodes=False``) and the card. Returns the repo paths written.
@@ -68,7 +69,12 @@ def _retrying(fn, wait: float, attempts: int = 5):
 
 def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float) -> list[dict[str, Any]]:
     """The repo's current results rows ([] for a new repo or one without results yet)."""
-    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     def download() -> str:
         return api.hf_hub_download(repo_id, RESULTS_FILE, repo_type="dataset", cache_dir=str(workdir / "cache"))

@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from topoeval.api import run_protocol
 from topoeval.policies.registry import EMBEDDED, REFERENCE
 from topoeval.publish.hub import stage
-from topoeval.api import run_protocol
 
 #: protocols run with the reference policies and a model
 PROTOCOLS = ("wiki_hops", "wiki_to_travel", "wiki_to_travel_ladder", "travel_to_wiki")

@@ -7,11 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from topoeval.core.version import __version__
 from topoeval.core.errors import UserError
-from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json
-
+from topoeval.core.version import __version__
 from topoeval.publish.schema import SCORE_COLUMNS
+from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json
 
 #: A results row is replaced by a newer publish of the same key.
 RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256")

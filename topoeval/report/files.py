@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from topoeval.report.plots import write_plots
 from topoeval.report.html import write_report_html
 from topoeval.report.markdown import write_report_md
+from topoeval.report.plots import write_plots
 
 
 def write_run_reports(summary: dict[str, Any], records: list[dict[str, Any]], run_dir: Path) -> list[Path]:

@@ -57,7 +57,7 @@ def build_headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
         if len(id_cells) == 1:
             id_point = _point(id_cells[0])
         else:
-            means = [_success(c).get("mean") for c in id_cells if _success(c).get("mean") is not None]
+            means = [m for c in id_cells if (m := _success(c).get("mean")) is not None]
             id_point = {"topology": ", ".join(c["topology"] for c in id_cells), "ci95": None,
                         "mean": sum(means) / len(means) if means else None}
         entry = collapse.get((model, baseline))

@@ -66,7 +66,7 @@ def plot_dimensions(summary: dict[str, Any], path: Path) -> Path | None:
     flat = [ax for row in axes for ax in row]
     for ax in flat[len(models):]:
         ax.set_visible(False)
-    for ax, model in zip(flat, models):
+    for ax, model in zip(flat, models, strict=False):  # more axes than models: the rest hidden
         mine = [c for c in cells if c["model"] == model]
         for offset, role in ((-0.2, "id"), (0.2, "ood")):
             values = []
@@ -96,7 +96,7 @@ def plot_ladder(summary: dict[str, Any], path: Path) -> Path | None:
         return None
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(LADDER_METRICS), figsize=(6.2 * len(LADDER_METRICS), 4.0), dpi=110, squeeze=False)
-    for ax, metric in zip(axes[0], LADDER_METRICS):
+    for ax, metric in zip(axes[0], LADDER_METRICS, strict=True):
         labels: list[str] = []
         for entry in ladder:
             m = entry["metrics"].get(metric)

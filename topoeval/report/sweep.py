@@ -34,7 +34,7 @@ def plot_sweep(sweep: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, metric in zip(axes, ("success", "dq")):
+    for ax, metric in zip(axes, ("success", "dq"), strict=True):
         for c in sweep["curves"]:
             pts = [p for p in c[metric] if p["mean"] is not None]
             if not pts:

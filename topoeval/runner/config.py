@@ -83,7 +83,7 @@ class RunConfig(BaseModel):
         return [value] if isinstance(value, (str, Policy)) else value
 
     @classmethod
-    def build(cls, protocol: Any, models: Any = (), out: Any = None, **settings: Any) -> "RunConfig":
+    def build(cls, protocol: Any, models: Any = (), out: Any = None, **settings: Any) -> RunConfig:
         """A RunConfig from :func:`topoeval.run_protocol`'s arguments; an unknown or invalid setting is one
         UserError naming the argument (with a did-you-mean)."""
         if isinstance(protocol, RunConfig):

@@ -15,12 +15,12 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.policy import REFUSAL_PREFIX, ContextLimitError, EpisodeContext, Policy, RefusalError, SamplingParams
-from topoeval.protocol.schema import Limits
-from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
-from topoeval.metrics.scoring import score_episode
 from topoeval.core.state import state_diff
 from topoeval.core.suite import Suite, Task, World, WorldError
 from topoeval.core.users import active_user
+from topoeval.metrics.scoring import score_episode
+from topoeval.protocol.schema import Limits
+from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
 
 
 def episode_key(model: str, baseline: str, topology: str, task_id: str, sample: int) -> str:

@@ -14,28 +14,37 @@ import time
 import warnings
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from topoeval.core.provenance import git_provenance
-from topoeval.core.version import __version__
-from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.core.errors import UserError
-from topoeval.formats.record import format_record
-from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
-from topoeval.runner.contamination import overlap_with_exports
 from topoeval.core.policy import Policy, SamplingParams
+from topoeval.core.provenance import git_provenance
 from topoeval.core.users import UserSettings, use_user
+from topoeval.core.version import __version__
+from topoeval.formats.record import format_record
 from topoeval.models.cache import CachedPolicy, ResponseCache
 from topoeval.policies.registry import is_reference, make_policy
 from topoeval.policies.user_model import close_user_models
-from topoeval.protocol.schema import Protocol
+from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.loader import load_protocol, protocol_hash
+from topoeval.protocol.schema import Protocol
+from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
+from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
+from topoeval.runner.contamination import overlap_with_exports
 from topoeval.runner.episode import episode_id, episode_key, run_episode
 from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, write_plan
-from topoeval.runner.store import EPISODES, RUN_JSON, EpisodeStore, episode_files, finished_keys, is_finished, read_json, write_json
-from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
+from topoeval.runner.store import (
+    EPISODES,
+    RUN_JSON,
+    EpisodeStore,
+    episode_files,
+    finished_keys,
+    is_finished,
+    read_json,
+    write_json,
+)
 
 #: where runs go without ``--out``: ``results/<protocol>/<run-id>/`` under the current folder (a relative
 #: path, resolved when the run starts: never inside the installed package)
@@ -168,7 +177,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     response_cache = ResponseCache(cache_path) if config.cache and not all(is_reference(m) for m in models) else None
     if response_cache is not None:
         policies = [p if is_reference(m) else CachedPolicy(p, response_cache, cache_salt(identity, p.name))
-                    for m, p in zip(models, policies)]
+                    for m, p in zip(models, policies, strict=True)]
 
     demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
     by_name = {p.name: p for p in policies}
@@ -250,7 +259,7 @@ async def _preflight(policies: list[Policy], names: set[str]) -> None:
         raise failure
     for warning in results:
         if warning:
-            warnings.warn(warning, BackendWarning, stacklevel=3)
+            warnings.warn(str(warning), BackendWarning, stacklevel=3)
 
 
 async def _close_all(policies: list[Policy]) -> None:
@@ -277,7 +286,7 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     """
     from topoeval.runner.demos import demo_messages
 
-    cache: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    cache: dict[tuple[str, int, int], tuple[list[dict[str, Any]], list[str]]] = {}
     source = resolve(protocol.train, registry) if protocol.baselines.demos_from == "source" else None
     for topo in topologies:
         for shots in protocol.baselines.shots:
@@ -349,7 +358,7 @@ def _run_id(names: list[str], identity: dict[str, Any], k: int) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class _progress:

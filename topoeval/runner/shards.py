@@ -18,14 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
-from topoeval.runner.store import RUN_JSON, SHARD_EPISODES, episode_files, is_finished, read_json, read_records, write_json
+from topoeval.runner.store import (
+    RUN_JSON,
+    SHARD_EPISODES,
+    episode_files,
+    is_finished,
+    read_json,
+    read_records,
+    write_json,
+)
 
 PLAN = "plan.json"
 #: Fields of an episode record that measure time, not outcome: ignored when duplicates are compared.
@@ -53,7 +62,7 @@ class Shard(BaseModel):
     count: int = Field(ge=1, description="How many shards the run is split into.")
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         """``"i/n"`` -> Shard; one-line UserError for anything else."""
         m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
         if not m:
@@ -165,7 +174,7 @@ def combine(run_dirs: list[Path]) -> Combined:
         metas.append(read_json(d / RUN_JSON))
         plans.append(read_plan(d))
     first, plan = metas[0], plans[0]
-    for d, meta, p in zip(run_dirs[1:], metas[1:], plans[1:]):
+    for d, meta, p in zip(run_dirs[1:], metas[1:], plans[1:], strict=True):
         if meta.get("protocol_sha256") != first.get("protocol_sha256"):
             raise UserError(f"{d} and {run_dirs[0]} hold runs of different protocols (or protocol versions); not merged")
         if meta.get("task_set_sha256") != first.get("task_set_sha256"):

@@ -70,7 +70,7 @@ def execute_call(call: ToolCall, turn: int, tools: dict[str, ToolSpec], world: W
         return rec
     rec.effect = spec.effect.value
     args, err = parse_arguments(call.arguments)
-    if err:
+    if err or args is None:
         rec.status, rec.error = "invalid", err
         return rec
     rec.arguments = args

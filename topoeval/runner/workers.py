@@ -135,7 +135,8 @@ class _FolderProgress:
     """A progress bar of episodes written to the folder's files (the workers' own bars are off)."""
 
     def __init__(self, enabled: bool, run_dir: Path):
-        self.enabled, self.run_dir, self._bar = enabled, Path(run_dir), None
+        self.enabled, self.run_dir = enabled, Path(run_dir)
+        self._bar: Any = None
         self._last = 0.0
 
     def _count(self) -> int:

@@ -63,7 +63,7 @@ def checkpoint_points(record: dict[str, Any], folder: Path, work_dir: str | Path
     from topoeval.training.sft import _file_sha256
 
     ckpts = checkpoint_folder(record, work_dir)
-    found = sorted(((int(p.name.split("-")[1]), p) for p in ckpts.glob("checkpoint-*") if p.name.split("-")[1].isdigit()))
+    found = sorted((int(p.name.split("-")[1]), p) for p in ckpts.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
     if every:
         found = [(s, p) for s, p in found if s % every == 0 or s == found[-1][0]]
     if not found:

@@ -77,11 +77,11 @@ def plot_diagnostics(curve: list[dict[str, Any]], path: str | Path, title: str =
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(2, 4, figsize=(16, 6.5))
     steps = [r["step"] for r in curve]
-    for ax, (name, keys) in zip(axes.flat, PANELS):
+    for ax, (name, keys) in zip(axes.flat, PANELS, strict=True):
         for key in keys:
-            pts = [(s, r[key]) for s, r in zip(steps, curve) if r.get(key) is not None]
+            pts = [(s, r[key]) for s, r in zip(steps, curve, strict=True) if r.get(key) is not None]
             if pts:
-                ax.plot(*zip(*pts), marker="." if len(pts) < 40 else None, label=key)
+                ax.plot(*zip(*pts, strict=True), marker="." if len(pts) < 40 else None, label=key)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("step")
         if len(keys) > 1:

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from topoeval.core.messages import AssistantMessage
+from topoeval.core.suite import Split
 from topoeval.protocol.schema import Limits
+from topoeval.protocol.topology import ResolvedTopology, topology_from
+from topoeval.runner.episode import EpisodeState
 from topoeval.training.actions import as_assistant_message
 from topoeval.training.rewards import combine
-from topoeval.runner.episode import EpisodeState
-from topoeval.core.suite import Split
-from topoeval.protocol.topology import ResolvedTopology, topology_from
 
 try:  # optional: a real gymnasium.Env when gymnasium is installed
     import gymnasium as _gym
@@ -39,7 +38,7 @@ try:  # optional: a real gymnasium.Env when gymnasium is installed
 
     _Base: type = _gym.Env
 except ImportError:  # pragma: no cover - exercised where gymnasium is absent
-    _gym = None
+    _gym = None  # type: ignore[assignment]
     _Base = object
 
 MAX_TEXT = 1_000_000
@@ -57,7 +56,7 @@ def render(messages: list[dict[str, Any]]) -> str:
 class TopologyEnv(_Base):
     """One topology's tasks as an episodic environment (see the module docstring)."""
 
-    metadata = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, topology: Any, *, protocol: Any = None, split: Split = "train", task_seed: int = 0,
                  n_tasks: int = 1000, max_turns: int = 12, max_tool_calls: int = 24,

@@ -28,16 +28,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from topoeval.core.version import __version__
 from topoeval.core.errors import UserError
 from topoeval.core.parquet import write_rows
+from topoeval.core.suite import Split, Task, canonical_json
+from topoeval.core.version import __version__
 from topoeval.protocol.schema import Protocol
-from topoeval.core.suite import Task, canonical_json
-from topoeval.runner.contamination import MANIFEST
 from topoeval.protocol.topology import ResolvedTopology, task_set_hash, topology_from
-
+from topoeval.runner.contamination import MANIFEST
 
 
 def _answer(task: Task) -> str:
@@ -113,12 +112,13 @@ def select_tasks(protocol: Any, *, split: str = "train", n: int | None = None, t
     else:
         proto = load_protocol(protocol, registry)
     counts = getattr(proto.tasks, split, None)
-    if n is None and counts is None:
-        raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give n (topoeval export --tasks)")
-    n = n if n is not None else counts.n
+    if n is None:
+        if counts is None:
+            raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give n (topoeval export --tasks)")
+        n = counts.n
     seed = counts.seed if counts is not None else 0
     topo = topology_from(topology or proto.train.name, proto, suites_dirs)
-    tasks = topo.tasks(split, seed, n)
+    tasks = topo.tasks(cast(Split, split), seed, n)
     return Selection(proto, topo, split, n, seed, tasks, protocol_hash(proto), task_set_hash({topo.name: tasks}))
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
 from topoeval.models.adapters import adapter_name
-from topoeval.training.sft import ADAPTERS_OUT, RUNS, STATE_FILE, TARGET_MODULES, TrainResult, _file_sha256, _hash, _versions
+from topoeval.training.sft import (
+    ADAPTERS_OUT,
+    RUNS,
+    STATE_FILE,
+    TARGET_MODULES,
+    TrainResult,
+    _file_sha256,
+    _hash,
+    _versions,
+)
 
 
 class GrpoConfig(BaseModel):
@@ -97,7 +106,7 @@ def prompt_rows(n: int) -> list[dict[str, Any]]:
     return [{"prompt": [{"role": "user", "content": f"train task {i}", "task_index": i}]} for i in range(n)]
 
 
-def episode_reward(prompts: Any = None, completions: Any = None, episode_reward: list | None = None, **_: Any) -> list[float]:
+def episode_reward(prompts: Any = None, completions: Any = None, episode_reward: list | None = None, **_: Any) -> list[float | None]:
     """TRL reward function: the env's score of each finished episode (computed in the rollout)."""
     return list(episode_reward or [])
 
@@ -118,6 +127,8 @@ def train_grpo(cfg: GrpoConfig, command: str = "", callbacks: list | None = None
     init = _init_adapter(cfg, topo_name)
     topology = topology_from(topo_name, protocol)
     split = protocol.tasks.train
+    if split is None:
+        raise UserError(f"protocol '{protocol.name}' sets no tasks.train: GRPO draws its prompts from the train split")
     task_ids = [topology.suite.generate(topology.params, "train", split.seed, i).id for i in range(min(cfg.n, split.n))]
     data = {"topology": topo_name, "split": "train", "seed": split.seed, "tasks": len(task_ids),
             "sha256": _hash(task_ids), "init_sha256": _file_sha256(init) if init else None}
@@ -258,7 +269,7 @@ def _fit(cfg: GrpoConfig, protocol: Any, p_hash: str, topology: Any, name: str, 
         "adapter_gguf": {"file": gguf_path.name, "bytes": gguf_path.stat().st_size,
                          "sha256": _file_sha256(gguf_path)} if gguf_path else None,
         "versions": _versions(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     record_path = out_dir / f"{name}.json"

@@ -107,7 +107,7 @@ class Rollouts:
             episodes.append(_Episode(env, tok(text, add_special_tokens=False)["input_ids"], text))
         try:
             while live := [e for e in episodes if not e.done]:
-                for episode, turn in zip(live, self._generate(trainer, [e.context() for e in live])):
+                for episode, turn in zip(live, self._generate(trainer, [e.context() for e in live]), strict=True):
                     self._advance(episode, turn, tok, inference_text)
         finally:
             for e in episodes:

@@ -14,7 +14,6 @@ else ``~/.cache/topoeval``; about 2 MB). ``make install`` does this, so a clean 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -83,7 +82,7 @@ def convert_adapter(adapter_dir: str | Path, base_config_dir: str | Path, out_fi
          str(adapter_dir)],
         capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not out_file.is_file():
-        lines = [l for l in (proc.stderr + proc.stdout).strip().splitlines() if l.strip()]
+        lines = [ln for ln in (proc.stderr + proc.stdout).strip().splitlines() if ln.strip()]
         raise UserError(f"convert_lora_to_gguf.py failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
     return out_file
 

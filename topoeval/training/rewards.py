@@ -20,8 +20,8 @@ import json
 from typing import Any
 
 from topoeval.core.errors import UserError
-from topoeval.protocol.schema import Limits
 from topoeval.core.suite import Task
+from topoeval.protocol.schema import Limits
 
 
 def combine(scores: dict[str, Any], metric: str | dict[str, float]) -> float:
@@ -48,9 +48,9 @@ def reward(task: Any, trajectory: list[dict[str, Any]], *, metric: str | dict[st
            topology: Any = None, suites_dirs: list | tuple = ()) -> float | dict[str, Any]:
     """Score ``trajectory`` on ``task`` (see the module docstring). ``topology`` overrides the
     topology recorded in an export row (needed for a transformed topology given a bare Task)."""
-    from topoeval.training.actions import as_assistant_message
-    from topoeval.runner.episode import EpisodeState
     from topoeval.protocol.topology import topology_from
+    from topoeval.runner.episode import EpisodeState
+    from topoeval.training.actions import as_assistant_message
 
     task_obj, recorded = _task_and_topology(task)
     resolved = topology_from(topology or recorded or task_obj.suite, suites_dirs=suites_dirs)

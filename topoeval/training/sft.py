@@ -27,7 +27,7 @@ import json
 import math
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -275,7 +275,7 @@ def _fit(cfg: TrainConfig, protocol: Any, p_hash: str, name: str, work: Path, ou
         "adapter_gguf": {"file": gguf_path.name, "bytes": gguf_path.stat().st_size,
                          "sha256": _file_sha256(gguf_path), "agreement": agreement} if gguf_path else None,
         "versions": _versions(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     record_path = out_dir / f"{name}.json"

@@ -30,11 +30,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from topoeval.core.errors import UserError
 from topoeval.core.policy import SamplingParams
-from topoeval.core.suite import Task, canonical_json
+from topoeval.core.suite import Split, Task, canonical_json
 from topoeval.core.version import __version__
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.topology import ResolvedTopology, topology_from
@@ -55,7 +55,7 @@ class SftData:
     #: source -> {"episodes": seen, "kept": successful conversations, "failed": not successful, "tools_change": left out}
     sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, other: "SftData") -> None:
+    def add(self, other: SftData) -> None:
         self.rows += other.rows
         self.tasks += other.tasks
         self.sources.update(other.sources)
@@ -142,7 +142,7 @@ async def policy_conversations(protocol: Protocol, topo: ResolvedTopology, tasks
             counts["failed"] += 1
         else:
             counts["kept"] += 1
-            out.rows.append(conversation_row(record, topo, task, split, source, offered_tools(topo, task)))
+            out.rows.append(conversation_row(record, topo, task, split, source, offered_tools(topo, task) or []))
             out.tasks.append(task)
     return out
 
@@ -200,7 +200,7 @@ def _regenerate(topo: ResolvedTopology, protocol: Protocol, task_id: str) -> tup
         seed = getattr(protocol.tasks, split).seed
     except (ValueError, AttributeError):
         raise UserError(f"cannot regenerate task '{task_id}' from its run's protocol") from None
-    task = topo.suite.generate(topo.params, split, seed, index)
+    task = topo.suite.generate(topo.params, cast(Split, split), seed, index)
     if task.id != task_id:
         raise UserError(f"task '{task_id}' does not regenerate (got '{task.id}'): a different suite version?")
     return task, split

@@ -99,8 +99,9 @@ class BatchSuite(SuiteView):
             if not isinstance(requests, list):
                 out.append(c)
                 continue
-            results = c.get("observation") if isinstance(c.get("observation"), list) else [None] * len(requests)
-            for k, (req, res) in enumerate(zip(requests, results)):
+            obs = c.get("observation")
+            results: list[Any] = obs if isinstance(obs, list) else [None] * len(requests)
+            for k, (req, res) in enumerate(zip(requests, results, strict=False)):  # the world may answer fewer
                 failed = isinstance(res, dict) and set(res) == {"error"}
                 out.append({**c, "id": f"{c['id']}#{k}", "name": inner, "arguments": req,
                             "raw_arguments": json.dumps(req), "observation": res,
@@ -167,7 +168,7 @@ def _split_batches(messages: list[dict[str, Any]], batch_of: dict[str, str]) -> 
                     requests = []
                 parts[c["id"]] = [f"{c['id']}#{k}" for k in range(len(requests))]
                 calls += [{**c, "id": pid, "function": {"name": inner, "arguments": json.dumps(r)}}
-                          for pid, r in zip(parts[c["id"]], requests)]
+                          for pid, r in zip(parts[c["id"]], requests, strict=True)]
             m = {**m, "tool_calls": calls}
         elif m.get("role") == "tool" and m.get("tool_call_id") in parts:
             try:
@@ -175,7 +176,7 @@ def _split_batches(messages: list[dict[str, Any]], batch_of: dict[str, str]) -> 
             except json.JSONDecodeError:
                 results = []
             results = results if isinstance(results, list) else []
-            for pid, res in zip(parts[m["tool_call_id"]], results):
+            for pid, res in zip(parts[m["tool_call_id"]], results, strict=False):  # the world may answer fewer
                 out.append({**m, "tool_call_id": pid, "content": res if isinstance(res, str) else json.dumps(res, ensure_ascii=False)})
             continue
         out.append(m)

@@ -27,7 +27,7 @@ class SuiteView(Suite):
                  topology_update: dict[str, Any] | None = None,
                  tools: list[ToolSpec] | None = None, topology: TopologyDescriptor | None = None):
         self.inner = inner
-        self.Params = inner.Params
+        self.Params = inner.Params  # type: ignore[misc]  # a view takes its inner suite's params model
         self.overrides = overrides or {}
         self.topology_update = topology_update or {}
         topology = (topology or inner.manifest.topology).model_copy(update=self.topology_update)

@@ -54,7 +54,7 @@ class TransformedSuite(Suite):
     def __init__(self, inner: Suite, tool_names: dict[str, str], arg_names: dict[str, dict[str, str]],
                  distractors: list[ToolSpec], topology_update: dict[str, Any]):
         self.inner = inner
-        self.Params = inner.Params
+        self.Params = inner.Params  # type: ignore[misc]  # a view takes its inner suite's params model
         self.tool_names = tool_names  # inner name -> outer name
         self.arg_names = arg_names  # inner tool -> {inner arg -> outer arg}
         self.distractors = {t.name: t for t in distractors}
