@@ -28,8 +28,42 @@ def registry():
 
 @pytest.fixture
 def topoeval_cmd() -> list[str]:
-    """The CLI as a subprocess command (same interpreter as the tests)."""
+    """The CLI as a subprocess command (same interpreter as the tests): for what needs a process of its
+    own (exit codes of a real process, signals, a fresh interpreter's imports)."""
     return [sys.executable, "-c", "from topoeval.cli import main; main()"]
+
+
+@pytest.fixture
+def cli():
+    """``cli(*args, env=None)``: the ``topoeval`` command in this process through ``main()`` (its
+    one-line errors and exit codes included), inside typer's ``CliRunner`` isolation; returns a
+    ``subprocess.CompletedProcess`` (returncode, stdout, stderr) like a subprocess run would, without
+    the interpreter start and imports a subprocess pays each time."""
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from topoeval.cli import main
+
+    def invoke(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        argv, sigterm = sys.argv, signal.getsignal(signal.SIGTERM)
+        sys.argv = ["topoeval", *map(str, args)]
+        code = 0
+        try:
+            with CliRunner().isolation(env={"COLUMNS": "200", **(env or {})}) as streams:
+                try:
+                    main()
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                out, err = streams[0].getvalue().decode(), streams[1].getvalue().decode()
+        finally:
+            sys.argv = argv
+            signal.signal(signal.SIGTERM, sigterm)  # main() installs its own
+        return subprocess.CompletedProcess(["topoeval", *args], code, out, err)
+
+    return invoke
 
 
 ECHO_PROTOCOL = """\

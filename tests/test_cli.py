@@ -21,36 +21,35 @@ def test_help_does_not_import_litellm():
     assert "clean" in proc.stdout and "run" in proc.stdout
 
 
-def test_run_then_report(tmp_path, topoeval_cmd):
+def test_run_then_report(tmp_path, cli):
     out = tmp_path / "run"
-    proc = subprocess.run([*topoeval_cmd, "run", "wiki_hops", "-m", "oracle,noop", "--tasks", "3", "--out", str(out)],
-                          capture_output=True, text=True)
+    proc = cli("run", "wiki_hops", "-m", "oracle,noop", "--tasks", "3", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "(36 new episodes, 0 resumed)" in proc.stdout  # 2 models x 2 baselines x 3 topologies x 3 tasks
-    rep = subprocess.run([*topoeval_cmd, "report", str(out)], capture_output=True, text=True)
+    rep = cli("report", str(out))
     assert rep.returncode == 0
     assert "wiki-3-4hop [ood]" in rep.stdout and "oracle" in rep.stdout and "1.00" in rep.stdout
 
 
-def test_report_on_missing_folder_is_one_line(tmp_path, topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "report", str(tmp_path)], capture_output=True, text=True)
+def test_report_on_missing_folder_is_one_line(tmp_path, cli):
+    proc = cli("report", str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_unknown_protocol_is_one_line(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "run", "wiki_hop", "-m", "oracle"], capture_output=True, text=True)
+def test_unknown_protocol_is_one_line(cli):
+    proc = cli("run", "wiki_hop", "-m", "oracle")
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: unknown protocol 'wiki_hop' (did you mean 'wiki_hops'?)"
 
 
-def test_suites_lists_shipped_and_external(fixture_suites, topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "suites", "--suites-dir", str(fixture_suites)], capture_output=True, text=True)
+def test_suites_lists_shipped_and_external(fixture_suites, cli):
+    proc = cli("suites", "--suites-dir", str(fixture_suites))
     assert proc.returncode == 0, proc.stderr
     assert "wiki" in proc.stdout and "echo" in proc.stdout and "stateless" in proc.stdout
 
 
-def test_protocols_lists_shipped(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "protocols"], capture_output=True, text=True)
+def test_protocols_lists_shipped(cli):
+    proc = cli("protocols")
     assert proc.returncode == 0 and "wiki_hops" in proc.stdout
 
 
