@@ -1,7 +1,6 @@
 """The collapse section, report.md and `topoeval compare`."""
 
 import json
-import subprocess
 
 import pytest
 
@@ -35,7 +34,7 @@ def test_collapse_numbers_by_hand():
     assert "vs_base" not in out[("base", "0-shot")]
 
 
-def test_run_writes_collapse_report_md_and_compare(tmp_path, topoeval_cmd):
+def test_run_writes_collapse_report_md_and_compare(tmp_path, cli):
     a = topoeval.run_protocol("wiki_to_travel", ["oracle", "noop"], tmp_path / "a", tasks=3, shots=[0, 1])
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["schema"] == 5
@@ -45,11 +44,11 @@ def test_run_writes_collapse_report_md_and_compare(tmp_path, topoeval_cmd):
     md = (tmp_path / "a" / "report.md").read_text()
     assert "## Collapse" in md and "| oracle | 0-shot |" in md
     topoeval.run_protocol("wiki_to_travel", ["random"], tmp_path / "b", tasks=3, shots=[0, 1])
-    proc = subprocess.run([*topoeval_cmd, "compare", str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True, text=True)
+    proc = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert proc.returncode == 0, proc.stderr
     assert "oracle (a)" in proc.stdout and "random (b)" in proc.stdout
     other = topoeval.run_protocol("wiki_hops", ["oracle"], tmp_path / "c", tasks=1)
-    proc = subprocess.run([*topoeval_cmd, "compare", str(tmp_path / "a"), str(other.run_dir)], capture_output=True, text=True)
+    proc = cli("compare", str(tmp_path / "a"), str(other.run_dir))
     assert proc.returncode == 2 and "different protocols" in proc.stderr
 
 

@@ -1,6 +1,5 @@
 """The metrics' own test, on every suite alone and on the zero-shot cells of wiki_to_travel."""
 
-import subprocess
 
 import pytest
 
@@ -70,9 +69,8 @@ def test_bar_violations_reports_a_broken_metric(matrices):
     assert any(v.startswith(f"{QUIT_EARLY} scores parallelism or efficiency above") for v in violations)
 
 
-def test_cli_prints_one_matrix_per_suite(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "sensitivity", "--suite", "wiki", "--suite", "travel", "--tasks", "30"],
-                          capture_output=True, text=True)
+def test_cli_prints_one_matrix_per_suite(cli):
+    proc = cli("sensitivity", "--suite", "wiki", "--suite", "travel", "--tasks", "30")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sensitivity matrix: wiki" in proc.stdout and "sensitivity matrix: travel" in proc.stdout
     assert "bar met on wiki" in proc.stdout and "bar met on travel" in proc.stdout
@@ -81,16 +79,14 @@ def test_cli_prints_one_matrix_per_suite(topoeval_cmd):
     assert "cannot check clarification, priority, risk" in proc.stdout
 
 
-def test_cli_checks_every_topology_a_protocol_evaluates(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "sensitivity", "wiki_to_travel_ladder", "--tasks", "15"],
-                          capture_output=True, text=True)
+def test_cli_checks_every_topology_a_protocol_evaluates(cli):
+    proc = cli("sensitivity", "wiki_to_travel_ladder", "--tasks", "15")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for topology in ("wiki", "travel", "wiki-renamed", "travel-no-user", "travel-user", "travel-irreversible"):
         assert f"bar met on wiki_to_travel_ladder/{topology}:" in proc.stdout, topology
     # on a flat ordering, "treat the constraints as flat" is what the oracle does: said, not failed
     assert "cannot check priority: with ordering flat, oracle-no-priority is no flaw" in proc.stdout
-    proc = subprocess.run([*topoeval_cmd, "sensitivity", "wiki_to_travel", "--suite", "wiki"],
-                          capture_output=True, text=True)
+    proc = cli("sensitivity", "wiki_to_travel", "--suite", "wiki")
     assert proc.returncode != 0 and "not both" in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -1,6 +1,5 @@
 """Protocol validation: every error is one line 'file:line path: message'."""
 
-import subprocess
 
 import pytest
 
@@ -119,12 +118,12 @@ def test_shipped_protocols_validate():
         load_protocol(name)
 
 
-def test_cli_validate_exit_2_one_line_per_error(tmp_path, topoeval_cmd):
+def test_cli_validate_exit_2_one_line_per_error(tmp_path, cli):
     bad = tmp_path / "bad.yaml"
     bad.write_text(GOOD.replace("suite: wiki\n  - name: b", "suite: travl\n  - name: b"))
     good = tmp_path / "good.yaml"
     good.write_text(GOOD)
-    proc = subprocess.run([*topoeval_cmd, "validate", str(good), str(bad)], capture_output=True, text=True)
+    proc = cli("validate", str(good), str(bad))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [f"{bad}:8 test[0].suite: unknown suite 'travl' (did you mean 'travel'?)"]

@@ -2,7 +2,6 @@
 overlap check a later evaluation runs against it."""
 
 import json
-import subprocess
 
 import datasets
 import pytest
@@ -11,10 +10,9 @@ import topoeval
 from topoeval.training.export import export_tasks
 
 
-def test_export_loads_with_datasets_and_rewards_its_own_answers(tmp_path, topoeval_cmd):
+def test_export_loads_with_datasets_and_rewards_its_own_answers(tmp_path, cli):
     out = tmp_path / "exp"
-    proc = subprocess.run([*topoeval_cmd, "export", "wiki_to_travel", "--split", "train", "--tasks", "12", "--out", str(out)],
-                          capture_output=True, text=True)
+    proc = cli("export", "wiki_to_travel", "--split", "train", "--tasks", "12", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     ds = datasets.load_dataset("parquet", data_files=str(out / "train.parquet"), split="train")
     assert ds.num_rows == 12
