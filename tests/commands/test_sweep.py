@@ -59,3 +59,44 @@ def test_the_command_needs_a_training_record(tmp_path, topoeval_cmd):
     (tmp_path / "x.json").write_text("{}")
     proc = subprocess.run([*topoeval_cmd, "sweep", str(tmp_path / "x.json")], capture_output=True, text=True)
     assert proc.returncode == 2 and "not a training record" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.local_model
+def test_a_sweep_evaluates_real_checkpoints_of_the_embedded_model(tmp_path, topoeval_cmd):
+    """A checkpoint folder holding the shipped wiki adapter (read back into PEFT): converted, loaded on the
+    embedded model's llama-server, and evaluated beside the base (step 0) on 1 task per topology."""
+    pytest.importorskip("peft", reason="training is an optional extra (topoeval[train])")
+    from peft import LoraConfig, get_peft_model
+
+    from topoeval.models.adapters import adapter_path
+    from topoeval.training.base_model import load_base, write_base_config
+    from topoeval.training.lora_gguf import converter_dir
+    from topoeval.training.lora_import import load_into_peft
+    from topoeval.training.sft import TARGET_MODULES
+
+    try:
+        converter_dir(fetch=False)
+    except UserError as exc:
+        pytest.skip(f"llama.cpp's converter is not cached (make install fetches it): {exc}")
+    base = load_base()
+    model = get_peft_model(base.model, LoraConfig(r=16, lora_alpha=32, target_modules=TARGET_MODULES, task_type="CAUSAL_LM"))
+    load_into_peft(model, adapter_path("smollm2-135m-wiki"))
+    work = tmp_path / "work"
+    model.save_pretrained(work / "checkpoints" / "checkpoint-3")
+    write_base_config(base.model, work / "base")
+    record = {"model": "smollm2-135m-wiki-rt", "method": "sft", "steps": 3, "protocol": "wiki_to_travel",
+              "config": {"save_steps": 3}, "checkpoints": {"folder": str(work / "checkpoints"), "every": 3}}
+    (tmp_path / "smollm2-135m-wiki-rt.json").write_text(json.dumps(record))
+    out = tmp_path / "sweep"
+    proc = subprocess.run([*topoeval_cmd, "sweep", str(tmp_path / "smollm2-135m-wiki-rt.json"), "--tasks", "1",
+                           "--max-turns", "2", "--max-tokens", "32", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sweep = json.loads((out / "summary.json").read_text())
+    assert sweep["points"] == [{"step": 0, "model": "smollm2-135m"}, {"step": 3, "model": "smollm2-135m-wiki-rt-step3"}]
+    assert all(p["n"] == 1 for c in sweep["curves"] for p in c["success"])
+    episodes = [json.loads(line) for line in (out / "run" / "episodes.jsonl").read_text().splitlines()]
+    assert not [e for e in episodes if e["status"] == "error"]
+    by_model = {m: [e["messages"] for e in episodes if e["model"] == m and e["topology"] == "wiki"]
+                for m in ("smollm2-135m", "smollm2-135m-wiki-rt-step3")}
+    assert by_model["smollm2-135m"] != by_model["smollm2-135m-wiki-rt-step3"]  # the checkpoint's adapter is applied
+    assert "travel (ood) success" in (out / "report.md").read_text()
