@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from topoeval.core.version import __version__
 
-__all__ = ["load_protocol", "run_protocol", "RunConfig", "RunResult", "score_episode", "reward", "make_env", "export_tasks",
-           "__version__"]
+__all__ = ["load_protocol", "run_protocol", "RunConfig", "RunResult", "score_episode", "reward", "make_env",
+           "export_tasks", "__version__"]
 
 #: public name -> the module that defines it
 _PUBLIC = {

@@ -94,7 +94,8 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
             if worst is None:
                 entry["nulls"][f"dimension_collapse.{t}.falls_most"] = (
                     "no dimension applies on both sides" if not any(drops[d] is not None for d in DIMENSIONS)
-                    else "no dimension falls (each that applies on both sides is as good or better out of distribution)")
+                    else "no dimension falls (each that applies on both sides is as good or better out of "
+                         "distribution)")
             if weakest is None:
                 entry["nulls"][f"dimension_collapse.{t}.weakest"] = (
                     "no decision-quality dimension applies on this topology's tasks" if not applies

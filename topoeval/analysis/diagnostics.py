@@ -46,7 +46,8 @@ class CellDiagnostics(BaseModel):
 
     samples: int = Field(description="k: samples every task of the cell has (the smallest count).")
     zero_signal_share: float | None = Field(
-        description="Share of tasks whose k samples all got the same success (no group-relative gradient); None when k < 2.")
+        description="Share of tasks whose k samples all got the same success (no group-relative gradient); "
+                    "None when k < 2.")
     all_failed_share: float | None = Field(description="Share of tasks whose k samples all failed; None when k < 2.")
     all_solved_share: float | None = Field(description="Share of tasks whose k samples all succeeded; None when k < 2.")
     pass_gap: float | None = Field(description="pass@k - pass@1 averaged over tasks; None when k < 2.")
@@ -92,7 +93,8 @@ def build_diagnostics(records: list[dict[str, Any]]) -> dict[str, Any]:
         grouped["zero_signal_share"] = failed + all_solved if failed is not None and all_solved is not None else None
         grouped["pass_gap"] = _mean([pass_at_k(len(by_task[t]), c, k) - pass_at_k(len(by_task[t]), c, 1)
                                      for t, c in solved.items()])
-        grouped["trajectory_diversity"] = _mean([len({_trajectory(r) for r in rs}) / len(rs) for rs in by_task.values()])
+        grouped["trajectory_diversity"] = _mean([len({_trajectory(r) for r in rs}) / len(rs)
+                                                 for rs in by_task.values()])
     wins = [float(r["scores"].get("completion_tokens") or 0) for r in scored if _solved(r)]
     losses = [float(r["scores"].get("completion_tokens") or 0) for r in scored if not _solved(r)]
     return CellDiagnostics(

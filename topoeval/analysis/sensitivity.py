@@ -1,10 +1,10 @@
 """The sensitivity matrix: the metrics' own test, on one suite or topology at a time.
 
-Reference policies run (by :mod:`topoeval.runner.reference_runs`; this module only reads their
-scores, and :func:`topoeval.api.sensitivity_matrix` puts the two together) on generated tasks of one target (a suite with its default parameters,
-or a test topology of a protocol, at the protocol's seed and limits); each flawed oracle breaks
-one decision-quality dimension on purpose. The bar, enforced by tests on fixed samples and by
-``topoeval sensitivity`` (exit 1 when missed), holds on every target alone:
+Reference policies run (by :mod:`topoeval.runner.reference_runs`; this module only reads their scores, and
+:func:`topoeval.api.sensitivity_matrix` puts the two together) on generated tasks of one target (a suite with its
+default parameters, or a test topology of a protocol, at the protocol's seed and limits); each flawed oracle breaks
+one decision-quality dimension on purpose. The bar, enforced by tests on fixed samples and by ``topoeval sensitivity``
+(exit 1 when missed), holds on every target alone:
 
 - the oracle scores 1.0 on success and on every dimension;
 - noop never succeeds and scores 0 on every dimension that applies to its episodes;

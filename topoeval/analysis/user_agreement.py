@@ -113,7 +113,8 @@ def agreement(questions: list[dict[str, Any]]) -> dict[str, Any]:
     for slot in SLOTS:
         ref = [slot in q["reference"] for q in questions]
         oth = [slot in q["user_model"] for q in questions]
-        per[slot] = {"reference": sum(ref), "user_model": sum(oth), "both": sum(a and b for a, b in zip(ref, oth, strict=True)),
+        per[slot] = {"reference": sum(ref), "user_model": sum(oth),
+                     "both": sum(a and b for a, b in zip(ref, oth, strict=True)),
                      "agreement": (sum(a == b for a, b in zip(ref, oth, strict=True)) / n) if n else None}
     exact = sum(q["reference"] == q["user_model"] for q in questions)
     return {"n_questions": n, "exact": exact / n if n else None, "slots": per,

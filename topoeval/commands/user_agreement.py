@@ -11,7 +11,8 @@ import typer
 
 def user_agreement(
     run_dir: Annotated[Path, typer.Argument(help="A run folder of `topoeval run`.")],
-    user_model: Annotated[str, typer.Option(help="The model to compare with the deterministic user (litellm or direct:NAME).")],
+    user_model: Annotated[str, typer.Option(
+        help="The model to compare with the deterministic user (litellm or direct:NAME).")],
     api_base: Annotated[list[str] | None, typer.Option(help="OpenAI-compatible server URL for the user model.")] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (default: the provider's env variable).")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
@@ -25,7 +26,8 @@ def user_agreement(
     out = measure(run_dir, user_model, options)
     typer.echo(f"{out['n_questions']} questions; read identically: "
                + ("—" if out["exact"] is None else f"{out['exact']:.2f}")
-               + (f"; {out['skipped_episodes']} episodes skipped (no readable user)" if out["skipped_episodes"] else ""))
+               + (f"; {out['skipped_episodes']} episodes skipped (no readable user)"
+                  if out["skipped_episodes"] else ""))
     typer.echo(f"{'slot':10} {'reference':>9} {'user model':>10} {'both':>5} {'agreement':>9}")
     for slot, row in out["slots"].items():
         agree = "—" if row["agreement"] is None else f"{row['agreement']:.2f}"

@@ -46,7 +46,8 @@ class AssistantMessage(BaseModel):
         return msg
 
     @classmethod
-    def from_openai(cls, message: Any, usage: dict[str, Any] | None = None, id_template: str = "call_{i}") -> AssistantMessage:
+    def from_openai(cls, message: Any, usage: dict[str, Any] | None = None,
+                    id_template: str = "call_{i}") -> AssistantMessage:
         """The one reader of an OpenAI-format assistant message: a ``choices[0].message`` dict (or an
         object with the same attributes, as adapters' message classes are), plus ``usage``.
 

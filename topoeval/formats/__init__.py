@@ -65,7 +65,8 @@ def get_format(name: str) -> ToolFormat:
         try:
             cls = ep.load()
         except Exception as exc:
-            raise UserError(f"tool format '{name}' ({ep.value}) could not be loaded: {type(exc).__name__}: {exc}") from None
+            raise UserError(f"tool format '{name}' ({ep.value}) could not be loaded: "
+                            f"{type(exc).__name__}: {exc}") from None
         if not (isinstance(cls, type) and issubclass(cls, ToolFormat)):
             raise UserError(f"tool format '{name}' ({ep.value}) is not a ToolFormat subclass")
         _REGISTERED[name] = cls

@@ -84,7 +84,8 @@ class ToolFormat:
                 out.append({"role": "system", "content": (content + "\n\n" + tool_block).strip()})
             elif role == "assistant":
                 calls = [(c["function"]["name"], c["function"]["arguments"]) for c in m.get("tool_calls") or []]
-                parts = [content, self.render_calls(calls, tools)] if calls else [self.render_answer(content) if content else ""]
+                parts = ([content, self.render_calls(calls, tools)] if calls
+                         else [self.render_answer(content) if content else ""])
                 out.append({"role": "assistant", "content": "\n".join(p for p in parts if p)})
             else:
                 out.append({"role": role, "content": content})

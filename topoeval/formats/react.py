@@ -13,7 +13,8 @@ import re
 
 from topoeval.formats.base import ToolFormat, Tools
 
-_ACTION = re.compile(r"^\s*Action\s*:\s*(.*?)\s*$\n?(?:^\s*Action\s+Input\s*:\s*(.*?))?(?=^\s*(?:Action|Thought|Final\s+Answer)\s*:|\Z)",
+_ACTION = re.compile(r"^\s*Action\s*:\s*(.*?)\s*$\n?(?:^\s*Action\s+Input\s*:\s*(.*?))?"
+                     r"(?=^\s*(?:Action|Thought|Final\s+Answer)\s*:|\Z)",
                      re.MULTILINE | re.DOTALL | re.IGNORECASE)
 _OBSERVATION = re.compile(r"^\s*Observation\s*:", re.MULTILINE | re.IGNORECASE)
 _FINAL = re.compile(r"^\s*Final\s+Answer\s*:\s*", re.MULTILINE | re.IGNORECASE)
@@ -37,7 +38,8 @@ class ReactFormat(ToolFormat):
         lines = ["You can use these tools:"]
         for t in tools:
             fn = t["function"]
-            lines.append(f"{fn['name']}: {fn.get('description') or ''} Arguments: {json.dumps(fn.get('parameters') or {})}")
+            lines.append(f"{fn['name']}: {fn.get('description') or ''} "
+                         f"Arguments: {json.dumps(fn.get('parameters') or {})}")
         return "\n".join(lines) + "\n\n" + INSTRUCTIONS.format(names=", ".join(t["function"]["name"] for t in tools))
 
     def render_calls(self, calls: list[tuple[str, str]], tools: Tools) -> str:

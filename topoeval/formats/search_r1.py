@@ -37,7 +37,8 @@ INSTRUCTIONS_NO_SEARCH = (
     "</information>. When you are done, provide the answer inside <answer> and </answer>, without detailed "
     "illustrations."
 )
-#: words a search tool's name contains (the wiki's ``search`` and its renamings ``find_articles``, ``query_index``, ``lookup``)
+#: words a search tool's name contains (the wiki's ``search`` and its renamings ``find_articles``,
+#: ``query_index``, ``lookup``)
 SEARCH_WORDS = ("search", "lookup", "find", "query", "retrieve")
 
 
@@ -62,7 +63,8 @@ class SearchR1Format(ToolFormat):
         others = [t for t in tools if search is None or t["function"]["name"] != search[0]]
         text = INSTRUCTIONS if search else INSTRUCTIONS_NO_SEARCH
         if others:
-            text += ("\n" + ("Other tools" if search else "Tools") + " (call one with <tool_call>{\"name\": \"<tool name>\", "
+            text += ("\n" + ("Other tools" if search else "Tools")
+                     + " (call one with <tool_call>{\"name\": \"<tool name>\", "
                      "\"arguments\": {...}}</tool_call>; results come back between <information> and </information>):\n"
                      + "\n".join(tool_lines(others)))
         return text

@@ -42,7 +42,8 @@ try:
     from inspect_ai.solver import Generate, TaskState, solver
     from inspect_ai.tool import ToolDef, ToolParams
 except ImportError:
-    raise UserError("topoeval.integrations.inspect needs the 'inspect' extra: pip install 'topoeval[inspect]'") from None
+    raise UserError(
+        "topoeval.integrations.inspect needs the 'inspect' extra: pip install 'topoeval[inspect]'") from None
 
 
 @metric

@@ -24,10 +24,10 @@ module, so the taskset's id is ``topoeval-verifiers`` (the :mod:`topoeval_verifi
   model sees exactly the topology's tools); the taskset makes it the default.
 - Scoring: rewards ``topoeval_success`` (weight 1) and ``topoeval_dq`` (weight 0; reweigh with
   ``--env.taskset.task.rewards.topoeval_dq.weight``), metrics ``topoeval_<dimension>`` (absent
-  where the dimension does not apply) and the episode's counts (``topoeval_tool_calls``, ...). The trace's assistant messages are replayed against a fresh
-  world of the task, so the numbers equal ``topoeval run``'s for the same messages — the protocol's
-  turn and tool-call limits included (a ``@vf.stop`` also ends the rollout at ``max_turns``).
-  The live MCP results a model sees match topoeval's except for arguments outside a tool's
+  where the dimension does not apply) and the episode's counts (``topoeval_tool_calls``, ...). The
+  trace's assistant messages are replayed against a fresh world of the task, so the numbers equal
+  ``topoeval run``'s for the same messages — the protocol's turn and tool-call limits included (a
+  ``@vf.stop`` also ends the rollout at ``max_turns``). The live MCP results a model sees match topoeval's except for arguments outside a tool's
   schema (MCP drops them before the call; the replay judges them as topoeval does).
 
 The classic verifiers 0.3 ``MultiTurnEnv`` adapter is retired: 0.4 removed that API, 0.3 needs

@@ -101,7 +101,8 @@ def progress(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any
     refusals = [e["call"] for e in events if e.get("type") == "confirm" and e.get("answer") == "no" and "call" in e]
     cut = min(refusals) if refusals else len(calls)
 
-    roots = {g.id for g in task.gold if g.match == "args" and any(_hidden_value(v, unasked) for v in g.arguments.values())}
+    roots = {g.id for g in task.gold
+             if g.match == "args" and any(_hidden_value(v, unasked) for v in g.arguments.values())}
     if refusals:
         roots |= {g.id for g in task.gold if g.match == "confirm"}
     blocked = dependents(task.gold, roots)
@@ -116,7 +117,8 @@ def progress(task: Task, calls: list[dict[str, Any]], events: list[dict[str, Any
         hit = next((g.id for g in nodes if g.id not in matched.values() and progress_match(g, call, tools)), None)
         if hit is not None:
             matched[i] = hit
-        elif any(g.id in blocked and progress_match(g, call, tools, skip=lambda v: _hidden_value(v, unasked)) for g in nodes):
+        elif any(g.id in blocked and progress_match(g, call, tools, skip=lambda v: _hidden_value(v, unasked))
+                 for g in nodes):
             guesses.append(i)
             continue
         counted.append(i)

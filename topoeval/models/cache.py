@@ -30,8 +30,8 @@ class ResponseCache:
         self.hits = self.misses = 0
 
     @staticmethod
-    def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams, sample: int,
-            salt: str = "") -> str:
+    def key(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams,
+            sample: int, salt: str = "") -> str:
         parts = [model, messages, tools, sampling.model_dump(), sample] + ([salt] if salt else [])
         blob = json.dumps(parts, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()

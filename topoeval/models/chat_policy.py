@@ -101,5 +101,6 @@ class ChatPolicy(Policy):
         return reply
 
     @abstractmethod
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       sampling: SamplingParams) -> AssistantMessage:
         """One request; raise TransientError for failures worth retrying."""

@@ -77,7 +77,8 @@ class DirectPolicy(ChatPolicy):
             )
         return self._session
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       sampling: SamplingParams) -> AssistantMessage:
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.sampling_args(sampling)}
         if tools:
             body.update(tools=tools, tool_choice="auto")
@@ -100,7 +101,8 @@ class DirectPolicy(ChatPolicy):
                     self.replicas.failed(base)
                 if resp.status in (408, 429) or resp.status >= 500:
                     raise TransientError(f"HTTP {resp.status}: {raw[:200]!r}",
-                                         retry_after=parse_retry_after(resp.headers.get("Retry-After")), status=resp.status)
+                                         retry_after=parse_retry_after(resp.headers.get("Retry-After")),
+                                         status=resp.status)
                 if resp.status >= 400:
                     raise self._refused(resp.status, raw)
         except (TimeoutError, aiohttp.ClientConnectionError) as exc:

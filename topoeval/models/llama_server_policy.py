@@ -217,7 +217,8 @@ class LlamaServerPolicy(DirectPolicy):
         args.pop("max_tokens", None)
         return {**SAMPLER_DEFAULTS, **args}
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       sampling: SamplingParams) -> AssistantMessage:
         if _SERVERS.get(self.shared.key()) is not self.shared:  # used again after aclose
             self.shared = shared_server(self.binary, self.model_path, self.shared.n_ctx, self.shared.n_threads,
                                         self.shared.slots)
@@ -244,7 +245,8 @@ class LlamaServerPolicy(DirectPolicy):
                 data = await self.post_json("/completions", body)
             try:
                 usage = data.get("usage") or {}
-                return data["choices"][0]["text"], int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+                return (data["choices"][0]["text"], int(usage.get("prompt_tokens") or 0),
+                        int(usage.get("completion_tokens") or 0))
             except (KeyError, IndexError, TypeError, AttributeError) as exc:
                 raise RuntimeError(f"malformed response from llama-server: {str(data)[:200]!r}") from exc
 

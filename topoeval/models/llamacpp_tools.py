@@ -65,7 +65,8 @@ def render_tools(tools: list[dict[str, Any]]) -> str:
     lines = [TOOLS_HEADER]
     for t in tools:
         fn = t["function"]
-        lines.append(f"{CALL_PREFIX}{fn['name']}: {fn.get('description') or ''}\n{json.dumps(fn.get('parameters') or {})}")
+        lines.append(f"{CALL_PREFIX}{fn['name']}: {fn.get('description') or ''}\n"
+                     f"{json.dumps(fn.get('parameters') or {})}")
     lines.append(TOOLS_FOOTER)
     return "\n".join(lines)
 

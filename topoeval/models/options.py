@@ -29,7 +29,8 @@ class ModelOptions(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
     max_retries: int = Field(default=6, ge=0, description="Retries of transient failures (429, 5xx, timeouts).")
     max_backoff_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")
-    n_ctx: int = Field(default=8192, description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
+    n_ctx: int = Field(default=8192,
+                       description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
     n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
     local_slots: int | None = Field(default=None, ge=1, description=(
         "Slots per model on its local llama-server: sequences decoded together (continuous batching; default 1). "

@@ -63,7 +63,8 @@ MISSING_CREDENTIALS = re.compile(
     r"missing credentials|api[ _]?key client option must be set|missing [\w ]*api[ _]?key|no api[ _]?key", re.I)
 #: How servers say that the conversation outgrew the context window (OpenAI, vLLM, llama.cpp, SGLang).
 CONTEXT_LIMIT = re.compile(
-    r"context[ _]?(length|window)|maximum context|exceeds? the (context|maximum)|prompt is too long|too many tokens", re.I)
+    r"context[ _]?(length|window)|maximum context|exceeds? the (context|maximum)|prompt is too long"
+    r"|too many tokens", re.I)
 
 
 #: How providers say their content policy blocked a request or its reply: OpenAI (code

@@ -30,7 +30,8 @@ def resolve_gguf(model: str) -> str:
     return path
 
 
-def serve(model: str, adapters: list[str], port: int, slots: int, n_ctx: int, n_threads: int | None, echo=print) -> None:
+def serve(model: str, adapters: list[str], port: int, slots: int, n_ctx: int, n_threads: int | None,
+          echo=print) -> None:
     from topoeval.models.llamacpp_build import server_binary
 
     loras = [resolve_gguf(a) for a in adapters]

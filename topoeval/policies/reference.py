@@ -89,7 +89,8 @@ class RandomPolicy(Policy):
             picked = rng.sample(tools, k=min(len(tools), rng.randint(1, 2)))
             return AssistantMessage(
                 tool_calls=[
-                    ToolCall.make(f"r{turns}_{i}", t["function"]["name"], _random_args(t["function"]["parameters"], rng, words))
+                    ToolCall.make(f"r{turns}_{i}", t["function"]["name"],
+                                  _random_args(t["function"]["parameters"], rng, words))
                     for i, t in enumerate(picked)
                 ]
             )

@@ -5,7 +5,8 @@ policy (any model :func:`topoeval.policies.registry.make_policy` accepts, with t
 options) lives on an event loop of its own in a daemon thread, and :meth:`UserModel.complete`
 waits for one reply there. The runner steps a world off its event loop when a user model is set
 (``asyncio.to_thread``, :func:`topoeval.runner.episode.run_episode`), so while one episode waits the
-run's other episodes go on; calls from several threads share this client's loop. One client per (model, options) per process, reused by every episode.
+run's other episodes go on; calls from several threads share this client's loop. One client per
+(model, options) per process, reused by every episode.
 A backend failure after the backend's own retries raises :class:`topoeval.core.suite.WorldError`:
 the episode is an infrastructure error, retried by the next run of the same command.
 """

@@ -57,7 +57,8 @@ def suite_entry_points() -> dict[str, EntryPoint]:
     winning: run from a checkout's root, a stale ``topoeval.egg-info`` there (left by an old build)
     would otherwise hide the installed metadata, and with it every shipped suite."""
     others = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if _dist_name(ep) != DISTRIBUTION]
-    shipped = [ep for dist in distributions(name=DISTRIBUTION) for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP)]
+    shipped = [ep for dist in distributions(name=DISTRIBUTION)
+               for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP)]
     return {ep.name: ep for ep in [*others, *reversed(shipped)]}
 
 

@@ -95,7 +95,8 @@ class TaskCounts(_Strict):
 class Baselines(_Strict):
     """Zero- and few-shot baselines: each shot count is its own cell of the summary."""
 
-    shots: list[NonNegativeInt] = Field(default_factory=lambda: [0], description="Demonstration counts, e.g. [0, 1, 2, 4].")
+    shots: list[NonNegativeInt] = Field(default_factory=lambda: [0],
+                                        description="Demonstration counts, e.g. [0, 1, 2, 4].")
     demos_from: Literal["target", "source"] = Field(
         default="target", description="Demos from the evaluated topology's fewshot split, or from the train topology's."
     )

@@ -61,7 +61,8 @@ def topology_from(topology: Any, protocol: Any = None, suites_dirs: list | tuple
         return topology
     registry = SuiteRegistry(suites_dirs)
     if isinstance(topology, dict):
-        topology = TopologySpec.model_validate({"name": topology.get("name", topology.get("suite", "topology")), **topology})
+        name = topology.get("name", topology.get("suite", "topology"))
+        topology = TopologySpec.model_validate({"name": name, **topology})
     if isinstance(topology, TopologySpec):
         return resolve(topology, registry)
     if protocol is not None:

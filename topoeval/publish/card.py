@@ -62,8 +62,9 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True)
     """README.md: YAML metadata (configs, license, tags), then one leaderboard per protocol.
     ``episodes=False``: the repo holds no per-episode files, so that config is not declared."""
     configs = [c for c in CONFIGS if episodes or c["config_name"] != "episodes"]
-    meta: dict[str, Any] = {"configs": configs, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
-            "tags": ["topoeval", "agents", "tool-use", "evaluation", "leaderboard"]}
+    meta: dict[str, Any] = {
+        "configs": configs, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
+        "tags": ["topoeval", "agents", "tool-use", "evaluation", "leaderboard"]}
     lines = ["---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
              f"# topoeval leaderboard — `{repo_id}`", "",
              f"How agents trained on one tool topology generalise to another, measured with topoeval {__version__}. "

@@ -87,7 +87,8 @@ def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
             "topology": rec["topology"], "role": rec.get("role"), "episode_id": rec["episode_id"],
             "task_id": rec["task_id"], "family": rec.get("family"), "sample": rec.get("sample", 0),
             "status": rec["status"], "turns": rec.get("turns", 0), "tool_calls": scores.get("tool_calls", 0),
-            **{c: (None if scores.get(c) is None or rec["status"] == "error" else float(scores[c])) for c in SCORE_COLUMNS},
+            **{c: (None if scores.get(c) is None or rec["status"] == "error" else float(scores[c]))
+               for c in SCORE_COLUMNS},
             "final_answer": rec.get("final_answer"), "errors": json.dumps(rec.get("errors") or [], ensure_ascii=False),
             "messages": json.dumps(rec.get("messages", []), ensure_ascii=False),
             "calls": json.dumps(rec.get("calls", []), ensure_ascii=False),

@@ -123,5 +123,6 @@ def plot_ladder(summary: dict[str, Any], path: Path) -> Path | None:
 
 
 def write_plots(summary: dict[str, Any], run_dir: Path) -> list[Path]:
-    out = [plot_ladder(summary, run_dir / "plot_ladder.png"), plot_fewshot(summary, run_dir / "plot_fewshot.png"), plot_dimensions(summary, run_dir / "plot_dimensions.png")]
+    out = [plot_ladder(summary, run_dir / "plot_ladder.png"), plot_fewshot(summary, run_dir / "plot_fewshot.png"),
+           plot_dimensions(summary, run_dir / "plot_dimensions.png")]
     return [p for p in out if p is not None]

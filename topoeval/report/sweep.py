@@ -18,7 +18,8 @@ def _fmt(p: dict[str, Any]) -> str:
 
 def sweep_table(sweep: dict[str, Any]) -> list[list[str]]:
     """Header and rows: one row per checkpoint, success and dq (mean [95 % CI]) per topology."""
-    header = ["step", "model"] + [f"{c['topology']} ({c['role']}) {m}" for c in sweep["curves"] for m in ("success", "dq")]
+    header = ["step", "model"] + [f"{c['topology']} ({c['role']}) {m}"
+                                  for c in sweep["curves"] for m in ("success", "dq")]
     rows = []
     for i, point in enumerate(sweep["points"]):
         rows.append([str(point["step"]), point["model"]]

@@ -58,7 +58,8 @@ def target_tasks(target: Target, n_tasks: int) -> list[Task]:
     return target.suite.tasks(target.params, "test", target.seed, n_tasks if pool is None else min(n_tasks, pool))
 
 
-def reference_scores(target: Target, tasks: list[Task], policies: tuple[str, ...] | list[str]) -> dict[str, list[dict[str, Any]]]:
+def reference_scores(target: Target, tasks: list[Task],
+                     policies: tuple[str, ...] | list[str]) -> dict[str, list[dict[str, Any]]]:
     """Each reference policy's episode scores on ``tasks`` (one sample, zero shots), in task order."""
 
     async def scores(policy_name: str) -> list[dict[str, Any]]:

@@ -25,7 +25,8 @@ def read_record(path: str | Path) -> tuple[dict[str, Any], Path]:
     if path.is_dir():
         found = [p for p in sorted(path.glob("*.json")) if _is_record(p)]
         if len(found) != 1:
-            raise UserError(f"{path}: {'no' if not found else 'more than one'} training record here; name the .json file")
+            raise UserError(f"{path}: {'no' if not found else 'more than one'} training record here; "
+                            "name the .json file")
         path = found[0]
     if not _is_record(path):
         raise UserError(f"{path}: not a training record of topoeval train (a <name>.json with steps and config)")

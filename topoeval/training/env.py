@@ -6,15 +6,14 @@
     observation, info = env.reset(seed=3)                  # task 3 of the split; info["tools"]
     observation, reward, terminated, truncated, info = env.step(assistant_message)
 
-Observations are text (the new messages rendered one per block); the full OpenAI message list is
-in ``info["messages"]`` and the tool specs (OpenAI format) in ``info["tools"]``. An action is an
-assistant message: an OpenAI-format dict (``content``, ``tool_calls``), an
-:class:`~topoeval.core.messages.AssistantMessage`, or a string whose ``<tool_call>{...}</tool_call>``
-blocks are its calls (the prompt-tools format of :mod:`topoeval.models.prompt_tools`). The episode
-terminates on a message without tool calls — on a multi-turn task, on the one that answers the
-last user instruction: earlier ones bring the next instruction as the observation, and
-``info["tools"]`` follows what the task offers by then — and is truncated at ``max_turns`` (or ``max_tool_calls``); either way the final
-step's reward is the episode's score (``success`` by default; see :func:`topoeval.reward`) and
+Observations are text (the new messages rendered one per block); the full OpenAI message list is in
+``info["messages"]`` and the tool specs (OpenAI format) in ``info["tools"]``. An action is an assistant message: an
+OpenAI-format dict (``content``, ``tool_calls``), an :class:`~topoeval.core.messages.AssistantMessage`, or a string
+whose ``<tool_call>{...}</tool_call>`` blocks are its calls (the prompt-tools format of
+:mod:`topoeval.models.prompt_tools`). The episode terminates on a message without tool calls — on a multi-turn task,
+on the one that answers the last user instruction: earlier ones bring the next instruction as the observation, and
+``info["tools"]`` follows what the task offers by then — and is truncated at ``max_turns`` (or ``max_tool_calls``);
+either way the final step's reward is the episode's score (``success`` by default; see :func:`topoeval.reward`) and
 ``info["scores"]`` holds every metric. Malformed calls become error observations, never exceptions.
 
 With ``gymnasium`` installed the class is a real ``gymnasium.Env`` (``Text`` spaces) registered as

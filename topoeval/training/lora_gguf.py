@@ -1,12 +1,11 @@
 """A PEFT LoRA adapter as a GGUF file llama.cpp loads (``Llama(..., lora_path=...)``).
 
-The conversion is llama.cpp's own ``convert_lora_to_gguf.py`` (with its ``conversion/`` package and
-``gguf-py``). llama-cpp-python's wheel does not carry it, its source distribution does (under
-``vendor/llama.cpp/``), so :func:`converter_dir` fetches the sdist of the pinned
-llama-cpp-python version (the source of topoeval's llama-server build) once with pip (``pip download --no-deps --no-binary llama-cpp-python``)
-and keeps just those files in the cache (``$TOPOEVAL_CACHE``, else ``$XDG_CACHE_HOME/topoeval``,
-else ``~/.cache/topoeval``; about 2 MB). ``make install`` does this, so a clean clone's tests and
-``make train`` have it; afterwards nothing needs the network.
+The conversion is llama.cpp's own ``convert_lora_to_gguf.py`` (with its ``conversion/`` package and ``gguf-py``).
+llama-cpp-python's wheel does not carry it, its source distribution does (under ``vendor/llama.cpp/``), so
+:func:`converter_dir` fetches the sdist of the pinned llama-cpp-python version (the source of topoeval's llama-server
+build) once with pip (``pip download --no-deps --no-binary llama-cpp-python``) and keeps just those files in the cache
+(``$TOPOEVAL_CACHE``, else ``$XDG_CACHE_HOME/topoeval``, else ``~/.cache/topoeval``; about 2 MB). ``make install``
+does this, so a clean clone's tests and ``make train`` have it; afterwards nothing needs the network.
 
 ``python -m topoeval.training.lora_gguf --fetch`` fetches it (and prints where it is).
 """
@@ -138,7 +137,8 @@ def gguf_agreement(peft_model, input_ids: list[int], base_gguf: str, lora_gguf: 
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(description="llama.cpp's LoRA-to-GGUF converter for the installed llama-cpp-python")
+    parser = argparse.ArgumentParser(
+        description="llama.cpp's LoRA-to-GGUF converter for the installed llama-cpp-python")
     parser.add_argument("--fetch", action="store_true", help="download it now if it is not cached")
     args = parser.parse_args(argv)
     try:
