@@ -55,6 +55,7 @@ def test_the_owner_of_a_key_depends_only_on_the_key_and_n():
         assert len(counts) == n and min(counts.values()) > 300 / n / 2  # roughly even
 
 
+@pytest.mark.slow
 def test_merged_summary_is_byte_identical_to_an_unsharded_run(runs):
     whole = (runs / "whole" / "run" / "summary.json").read_bytes()
     for merged in ("n1", "n3", "apart"):

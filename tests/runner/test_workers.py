@@ -67,6 +67,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_sigterm_stops_every_worker_and_keeps_their_episodes(tmp_path, echo_protocol, fixture_suites, topoeval_cmd):
     proto = echo_protocol(n=40, delay=0.3)  # 80 episodes of about 0.3 s each, 2 at a time per worker: 6 s
     out = tmp_path / "run"

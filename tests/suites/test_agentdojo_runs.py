@@ -40,6 +40,7 @@ def validity_run(tmp_path_factory, ):
     return cmd, first
 
 
+@pytest.mark.slow
 def test_oracle_solves_all_97_tasks_through_topoeval_run(validity_run):
     _, folder = validity_run
     records = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
@@ -51,6 +52,7 @@ def test_oracle_solves_all_97_tasks_through_topoeval_run(validity_run):
         "workspace": (40, 40), "travel": (20, 20), "banking": (16, 16), "slack": (21, 21)}
 
 
+@pytest.mark.slow
 def test_two_runs_give_byte_identical_episodes(validity_run, tmp_path):
     """Another process with another hash seed: the same records, emails stamped by the frozen clock."""
     cmd, first = validity_run
@@ -99,8 +101,8 @@ def test_cli_tasks_override_above_the_pool_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "from topoeval.cli import main; main()", "run", "agentdojo_cross_domain",
                            "--model", "oracle", "--tasks", "12", "--out", str(tmp_path / "r")], capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == ("error: agentdojo travel: the test split holds 9 of the domain's 20 tasks, fewer than "
-                                   "asked (AgentDojo's tasks are a fixed set, not a generator)")
+    assert proc.stderr.strip() == ("error: agentdojo: the test split holds 9 tasks (travel: 20 in the domain's pool), "
+                                   "12 were asked for — lower the task count (a fixed task set, not a generator)")
 
 
 def test_cross_domain_demos_come_from_the_target_fewshot_split(tmp_path):

@@ -193,6 +193,7 @@ def test_validate_reports_bad_mcp_params_as_one_line(tmp_path, topoeval_cmd):
 
 # -- the shipped example --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_git_example_reference_policies_in_process(mcp_suite, tmp_path, own_tmp):
     """Every test task: the oracle solves it, noop fails it; random stays near zero; all 27 tasks."""
     proto = tmp_path / "git_inproc.yaml"
@@ -209,6 +210,7 @@ def test_git_example_reference_policies_in_process(mcp_suite, tmp_path, own_tmp)
     assert scratch_folders(own_tmp) == []  # every episode's scratch repository is gone
 
 
+@pytest.mark.slow
 def test_git_example_meets_the_sensitivity_bar_alone():
     matrix = run_matrix(suite_target("mcp", SuiteRegistry()), 27)
     assert bar_violations(matrix) == []
@@ -216,6 +218,7 @@ def test_git_example_meets_the_sensitivity_bar_alone():
     assert all(oracle[d]["n"] >= 4 for d in ("clarification", "risk", "parallelism", "efficiency"))
 
 
+@pytest.mark.slow
 def test_topoeval_run_mcp_git_over_stdio(tmp_path, topoeval_cmd):
     """The shipped protocol through the CLI (real server processes): oracle 1, noop 0, no server left."""
     out, scratch = tmp_path / "run", tmp_path / "tmp"

@@ -123,6 +123,7 @@ def trained(tiny):
     return cfg, train(cfg, "topoeval train wiki_to_travel --max-steps 4")
 
 
+@pytest.mark.slow
 def test_a_few_steps_resume_and_write_an_adapter_with_its_record(trained):
     cfg, result = trained
     assert result.name == "smollm2-135m-wiki"
@@ -146,6 +147,7 @@ def test_changed_settings_do_not_resume_silently(trained):
         train(cfg.model_copy(update={"learning_rate": 1e-3}))
 
 
+@pytest.mark.slow
 def test_the_adapter_converts_to_a_llama_cpp_lora_gguf(trained):
     from topoeval.training.lora_gguf import converter_dir, convert_adapter
 
@@ -169,7 +171,7 @@ def test_the_adapter_converts_to_a_llama_cpp_lora_gguf(trained):
     assert {"blk.0.attn_q.weight.lora_a", "blk.1.ffn_down.weight.lora_b"} <= names and len(names) == 2 * 7 * 2
 
 
-def test_a_dry_run_sizes_the_data_without_training(trained, topoeval_cmd):
+def test_a_dry_run_sizes_the_data_without_training(trained, cli):
     from topoeval.training.sft import train
 
     cfg, result = trained
@@ -177,8 +179,7 @@ def test_a_dry_run_sizes_the_data_without_training(trained, topoeval_cmd):
     assert dry.record["tokens"] == result.record["tokens"] and dry.record["data"]["sha256"] == result.record["data"]["sha256"]
     t = dry.record["tokens"]
     assert t["conversations"] == 3 and t["shortest"] <= t["median"] <= t["longest"] and 0 < t["assistant"] < t["total"]
-    proc = subprocess.run([*topoeval_cmd, "train", "wiki_to_travel", "--tasks", "3", "--base", cfg.base, "--work-dir",
-                           str(cfg.work_dir), "--dry-run"], capture_output=True, text=True)
+    proc = cli("train", "wiki_to_travel", "--tasks", "3", "--base", cfg.base, "--work-dir", str(cfg.work_dir), "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert f"smollm2-135m-wiki: 3 conversations (data sha256 {dry.record['data']['sha256'][:12]})" in proc.stdout
 
