@@ -36,8 +36,8 @@ from topoeval.runner.run import (
 from topoeval.runner.shards import MissingEpisodes, append_missing, combine, write_episodes, write_plan
 from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
-__all__ = ["RunResult", "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs", "compare_runs",
-           "sensitivity_matrix", "ContaminationWarning",
+__all__ = ["RunResult", "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs",
+           "compare_runs", "sensitivity_matrix", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
 
 
@@ -180,8 +180,9 @@ def _run_parallel(config: RunConfig) -> RunResult:
     failed = [o for o in outcomes if o.failure]
     if failed:
         first = failed[0]
-        raise UserError(f"{len(failed)} of {len(outcomes)} shards did not finish (shard {first.shard}: {first.failure}); "
-                        "their finished episodes are kept: run the same command again to resume")
+        raise UserError(f"{len(failed)} of {len(outcomes)} shards did not finish "
+                        f"(shard {first.shard}: {first.failure}); their finished episodes are kept: "
+                        "run the same command again to resume")
     result = merge_runs([run_dir])
     result.new_episodes = sum(o.new_episodes for o in outcomes)
     result.reused_episodes = reused
@@ -270,7 +271,8 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
     protocols = {s["protocol"] for s in summaries}
     if len(protocols) > 1:
         raise UserError(f"runs of different protocols cannot be compared: {', '.join(sorted(protocols))}")
-    cells = [{**c, "model": f"{c['model']} ({d.name})"} for d, s in zip(dirs, summaries, strict=True) for c in s["cells"]]
+    cells = [{**c, "model": f"{c['model']} ({d.name})"}
+             for d, s in zip(dirs, summaries, strict=True) for c in s["cells"]]
     mark_ties(cells)
     notes = []
     if len({s.get("task_set_sha256") for s in summaries}) > 1:

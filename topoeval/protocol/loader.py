@@ -85,7 +85,8 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
         if topo.role is None:
             errors.append((("test", i, "role"), f"test topology '{topo.name}' needs a role: id, ood or ladder"))
         if topo.name in seen:
-            errors.append((("test", i, "name"), f"duplicate topology name '{topo.name}' (also test[{seen[topo.name]}])"))
+            errors.append((("test", i, "name"),
+                           f"duplicate topology name '{topo.name}' (also test[{seen[topo.name]}])"))
         seen.setdefault(topo.name, i)
     if not any(t.role == "id" for t in protocol.test):
         errors.append((("test",), "needs at least one topology with role: id (the test split of the train topology)"))
@@ -115,7 +116,8 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
             errors.append(((*loc, "suite"), "missing: every topology names its suite"))
             continue
         if topo.suite not in registry:
-            errors.append(((*loc, "suite"), f"unknown suite '{topo.suite}'{did_you_mean(topo.suite, registry.names())}"))
+            errors.append(((*loc, "suite"),
+                           f"unknown suite '{topo.suite}'{did_you_mean(topo.suite, registry.names())}"))
             continue
         suite = registry.get(topo.suite)
         params_ok = True
@@ -147,7 +149,8 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                         transformed.parse_params(topo.params)
                     except ValidationError as exc:
                         params_ok = False
-                        errors += [((*loc, "params", *e["loc"]), f"with the transforms: {_message(e)}") for e in exc.errors()]
+                        errors += [((*loc, "params", *e["loc"]), f"with the transforms: {_message(e)}")
+                                   for e in exc.errors()]
                 if params_ok:
                     sized[loc] = (transformed, transformed.parse_params(topo.params))
     errors += _pool_errors(protocol, sized)
@@ -191,14 +194,17 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
         n = topo.n_tasks if topo.n_tasks is not None else protocol.tasks.test.n
         pool = size(loc, "test")
         if pool is not None and n > pool:
-            where, what = ((*loc, "n_tasks"), f"n_tasks is {n}") if topo.n_tasks is not None else (loc, f"tasks.test.n is {n}")
+            where, what = (((*loc, "n_tasks"), f"n_tasks is {n}") if topo.n_tasks is not None
+                           else (loc, f"tasks.test.n is {n}"))
             errors.append((where, f"{what} but the test split of {label(topo)} holds {pool} tasks"))
     if max(protocol.baselines.shots) > 0:
-        donors: list[tuple[Loc, TopologySpec]] = tests if protocol.baselines.demos_from == "target" else [(("train",), protocol.train)]
+        donors: list[tuple[Loc, TopologySpec]] = (tests if protocol.baselines.demos_from == "target"
+                                                  else [(("train",), protocol.train)])
         for loc, topo in donors:
             pool = size(loc, "fewshot") if loc in sized else None
             if pool is not None and protocol.tasks.fewshot.n > pool:
-                written = "fewshot" in protocol.tasks.model_fields_set and "n" in protocol.tasks.fewshot.model_fields_set
+                written = ("fewshot" in protocol.tasks.model_fields_set
+                           and "n" in protocol.tasks.fewshot.model_fields_set)
                 what = f"tasks.fewshot.n is {protocol.tasks.fewshot.n}" + (
                     "" if written else " (the default: the protocol does not set it)")
                 fix = (f"set tasks.fewshot.n to {pool} or fewer" if pool else

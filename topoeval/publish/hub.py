@@ -44,9 +44,11 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in conform(episode_rows(d), EPISODE_COLUMNS):
-            groups.setdefault(episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"]), []).append(row)
+            path = episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"])
+            groups.setdefault(path, []).append(row)
         for rel, ep_rows in sorted(groups.items()):
-            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel, episode_features)
+            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel,
+                       episode_features)
             written.append(rel)
     (out / "README.md").write_text(render_card(rows, repo_id, episodes), encoding="utf-8")
     written.append("README.md")
@@ -105,7 +107,8 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
     with tempfile.TemporaryDirectory(prefix="topoeval-publish-") as tmp:
         work = Path(tmp)
         if dry_run is None:
-            _retrying(lambda: api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True), retry_wait)()
+            _retrying(lambda: api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True),
+                      retry_wait)()
         existing = [] if offline else fetch_existing(api, repo_id, work, retry_wait)
         staged = Path(dry_run) if dry_run is not None else work / "stage"
         if dry_run is not None and staged.exists():

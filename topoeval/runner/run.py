@@ -136,7 +136,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
 
     topologies = [resolve(t, registry) for t in protocol.topologies()]
     task_sets = {
-        t.name: t.tasks("test", protocol.tasks.test.seed, config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
+        t.name: t.tasks("test", protocol.tasks.test.seed,
+                        config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
         for t in topologies
     }
     p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
@@ -181,7 +182,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
 
     demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
     by_name = {p.name: p for p in policies}
-    jobs = [] if plan_only else [(by_name[name], shots, topo, task, s, key) for name, shots, topo, task, s, key in pending]
+    jobs = [] if plan_only else [(by_name[name], shots, topo, task, s, key)
+                                 for name, shots, topo, task, s, key in pending]
 
     new = 0
     started = time.perf_counter()
@@ -294,7 +296,8 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
                 continue
             donor = source or topo
             for s in range(k):
-                cache[(topo.name, shots, s)] = await demo_messages(donor, protocol.tasks.fewshot, shots, seed_key=(topo.name, shots, s))
+                cache[(topo.name, shots, s)] = await demo_messages(donor, protocol.tasks.fewshot, shots,
+                                                                   seed_key=(topo.name, shots, s))
     return cache
 
 
@@ -333,7 +336,8 @@ def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], 
             "models": names,
             "samples": k,
             "seeds": {
-                "tasks": {s: getattr(protocol.tasks, s).seed for s in ("test", "fewshot", "train", "dev") if getattr(protocol.tasks, s)},
+                "tasks": {s: getattr(protocol.tasks, s).seed
+                          for s in ("test", "fewshot", "train", "dev") if getattr(protocol.tasks, s)},
                 "sampling": protocol.sampling.seed,
             },
             "topoeval_version": __version__,
@@ -372,7 +376,8 @@ class _progress:
             return lambda: None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self._bar = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=False)
+        self._bar = Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                             transient=False)
         self._bar.__enter__()
         task = self._bar.add_task("run", total=self.total)
         return lambda: self._bar.advance(task)

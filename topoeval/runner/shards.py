@@ -49,7 +49,8 @@ class MissingEpisodes(UserError):
     def __init__(self, missing: list[str], planned: int, by_shard: dict[str, int]):
         self.missing, self.planned, self.by_shard = missing, planned, by_shard
         owners = ", ".join(f"shard {label}: {n}" for label, n in by_shard.items())
-        super().__init__(f"{len(missing)} of {planned} planned episodes are missing" + (f" ({owners})" if owners else "")
+        super().__init__(f"{len(missing)} of {planned} planned episodes are missing"
+                         + (f" ({owners})" if owners else "")
                          + "; run the missing shards (or re-run a shard whose run was cut short), then merge again")
 
 
@@ -176,12 +177,13 @@ def combine(run_dirs: list[Path]) -> Combined:
     first, plan = metas[0], plans[0]
     for d, meta, p in zip(run_dirs[1:], metas[1:], plans[1:], strict=True):
         if meta.get("protocol_sha256") != first.get("protocol_sha256"):
-            raise UserError(f"{d} and {run_dirs[0]} hold runs of different protocols (or protocol versions); not merged")
+            raise UserError(f"{d} and {run_dirs[0]} hold runs of different protocols (or protocol versions); "
+                            "not merged")
         if meta.get("task_set_sha256") != first.get("task_set_sha256"):
             raise UserError(f"{d} and {run_dirs[0]} hold runs over different task sets (tasks?); not merged")
         if (meta.get("identity") or {}).get("settings") != (first.get("identity") or {}).get("settings"):
-            raise UserError(f"{d} and {run_dirs[0]} hold runs made under different settings (run.json identity.settings); "
-                            "not merged")
+            raise UserError(f"{d} and {run_dirs[0]} hold runs made under different settings "
+                            "(run.json identity.settings); not merged")
         if p.keys_sha256 != plan.keys_sha256:
             raise UserError(f"{d} and {run_dirs[0]} plan different episodes (models {p.models} x {p.samples} samples "
                             f"vs {plan.models} x {plan.samples}); not merged")
