@@ -97,6 +97,7 @@ def test_every_samples_world_is_closed(tmp_path, monkeypatch):
     assert len(closed) == 2 * N  # each sample's world (the solver's) and its scorer's replay world
 
 
+@pytest.mark.slow
 def test_no_mcp_server_process_outlives_an_inspect_rollout(tmp_path, monkeypatch):
     """An MCP topology served over stdio (a real server process per world): after inspect's eval,
     no server process and no scratch folder is left — the solver's worlds and the scorer's replays."""

@@ -4,7 +4,6 @@ diagnostics, the record's report, and a shipped GGUF LoRA read back into PEFT (n
 model trained here)."""
 
 import json
-import subprocess
 import types
 
 import pytest
@@ -119,6 +118,7 @@ def grpo_run(tiny):
     return cfg, train_grpo(cfg, "topoeval train wiki_to_travel --method grpo")
 
 
+@pytest.mark.slow
 def test_grpo_steps_resume_and_record_their_diagnostics(grpo_run):
     cfg, result = grpo_run
     record = json.loads(result.record_path.read_text())
@@ -149,18 +149,19 @@ def test_grpo_refuses_to_resume_other_settings_and_reruns_take_no_step(grpo_run)
         train_grpo(cfg.model_copy(update={"init": "nowhere.bin"}))
 
 
-def test_report_of_a_training_run_shows_its_diagnostics(grpo_run, topoeval_cmd):
+def test_report_of_a_training_run_shows_its_diagnostics(grpo_run, cli):
     _, result = grpo_run
-    proc = subprocess.run([*topoeval_cmd, "report", str(result.record_path.parent)], capture_output=True, text=True)
+    proc = cli("report", str(result.record_path.parent))
     assert proc.returncode == 0, proc.stderr
     assert "| step | reward | reward_std | zero_std_share | kl |" in proc.stdout and "zero-std group share" in proc.stdout
     report = (result.record_path.parent / f"{result.name}.report.md").read_text()
     assert "![diagnostics](smollm2-135m-wiki-grpo.png)" in report and "| 3 |" in report
-    proc = subprocess.run([*topoeval_cmd, "report", str(result.adapter_dir)], capture_output=True, text=True)
+    proc = cli("report", str(result.adapter_dir))
     assert proc.returncode == 2 and "neither a run folder" in proc.stderr
 
 
 @pytest.mark.local_model
+@pytest.mark.slow
 def test_a_shipped_gguf_lora_reads_back_into_peft_as_llama_cpp_reads_it():
     from peft import LoraConfig, get_peft_model
 
@@ -183,6 +184,7 @@ def test_a_shipped_gguf_lora_reads_back_into_peft_as_llama_cpp_reads_it():
     assert agreement["correlation"] > 0.95 and agreement["mean_abs_change_transformers"] > 0.3
 
 
+@pytest.mark.slow
 def test_checkpoints_become_adapter_models_for_a_sweep(grpo_run, tmp_path, monkeypatch):
     from topoeval.models.adapters import adapter_path
     from topoeval.training.checkpoints import checkpoint_points, read_record
