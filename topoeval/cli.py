@@ -47,9 +47,11 @@ def run(
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
     api_base: Annotated[list[str] | None, typer.Option(
-        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for replicas.")] = None,
+        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for "
+             "replicas.")] = None,
     api_key: Annotated[str | None, typer.Option(help="API key (default: the provider's env variable).")] = None,
-    tool_mode: Annotated[ToolMode, typer.Option(help="How tools reach the model (auto: by the backend's capability).")] = ToolMode.auto,
+    tool_mode: Annotated[ToolMode, typer.Option(help="How tools reach the model (auto: by the backend's "
+                                                     "capability).")] = ToolMode.auto,
     tool_format: Annotated[str | None, typer.Option(help=(
         "Tool-call format: native, hermes, search-r1, react, json or a plug-in's (default: the backend's own); "
         "MODEL@FORMAT sets it per model."))] = None,
@@ -57,18 +59,22 @@ def run(
     top_p: Annotated[float | None, typer.Option(help="Override the protocol's top_p.")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
     max_retries: Annotated[int, typer.Option(
-        min=0, help="Retries of 429/5xx/timeouts before an episode is recorded as an error (400/401/403/404: none).")] = 6,
+        min=0, help="Retries of 429/5xx/timeouts before an episode is recorded as an error (400/401/403/404: "
+                    "none).")] = 6,
     cache: Annotated[bool, typer.Option(help="Cache model responses in the run folder.")] = True,
     suites_dir: SuitesDir = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     trained_on: Annotated[list[Path] | None, typer.Option(
-        help="A `topoeval export` folder the model was trained on (repeatable): warns if evaluated tasks are in it.")] = None,
+        help="A `topoeval export` folder the model was trained on (repeatable): warns if evaluated tasks are in "
+             "it.")] = None,
     shard: Annotated[str | None, typer.Option(
-        help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval merge`.")] = None,
+        help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval "
+             "merge`.")] = None,
     workers: Annotated[int | None, typer.Option(
         min=0, help="Run the episodes in K local processes (0: one per core), merged at the end.")] = None,
     executor: Annotated[Executor, typer.Option(
-        help="With ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs topoeval[ray].")] = Executor.local,
+        help="With ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs "
+             "topoeval[ray].")] = Executor.local,
     user_model: Annotated[str | None, typer.Option(
         help="A model that plays the simulated user from the hidden slots (default: the deterministic user).")] = None,
 ) -> None:
@@ -152,7 +158,8 @@ def suites(suites_dir: SuitesDir = None) -> None:
     from topoeval.protocol.discovery import SuiteRegistry
 
     registry = SuiteRegistry(suites_dir or ())
-    table = Table("suite", "tools", "state", "reversibility", "user", "ordering", "dependency", "answer", "instructions")
+    table = Table("suite", "tools", "state", "reversibility", "user", "ordering", "dependency", "answer",
+                  "instructions")
     for name in registry.names():
         s = registry.get(name)
         t = s.manifest.topology
@@ -160,8 +167,8 @@ def suites(suites_dir: SuitesDir = None) -> None:
         if len(s.tools) > 12:  # a bridged world with many tools: counts per effect
             counts = {e: sum(1 for x in s.tools if x.effect.value == e) for e in ("read", "write", "irreversible")}
             tools = f"{len(s.tools)} tools: " + ", ".join(f"{n} [{e[0]}]" for e, n in counts.items())
-        table.add_row(name, escape(tools) or "(none: see its description)", t.state, t.reversibility, t.user, t.ordering,
-                      t.dependency, t.answer_channel, t.instructions)
+        table.add_row(name, escape(tools) or "(none: see its description)", t.state, t.reversibility, t.user,
+                      t.ordering, t.dependency, t.answer_channel, t.instructions)
     _console().print(table)
     _console().print("[dim]tool effects: \\[r]ead, \\[w]rite, \\[i]rreversible[/dim]")
 
@@ -185,7 +192,8 @@ def protocols() -> None:
             tests = ", ".join(f"{t.get('name')} ({t.get('role')})" for t in raw.get("test") or [])
             reason = str(exc).splitlines()[0].split(": ", 1)[-1]
             table.add_row(name, (raw.get("train") or {}).get("name", ""), tests,
-                          f"[yellow]not available here: {escape(reason)}[/yellow]\n{escape(raw.get('description', ''))}")
+                          f"[yellow]not available here: {escape(reason)}[/yellow]\n"
+                          f"{escape(raw.get('description', ''))}")
             continue
         tests = ", ".join(f"{t.name} ({t.role})" for t in p.test)
         table.add_row(name, p.train.name, tests, p.description)
@@ -229,7 +237,8 @@ def sensitivity(
     protocol: Annotated[str | None, typer.Argument(
         help="Check each test topology and ladder step of this protocol (its test seed and limits: the zero-shot "
              "cells) instead of suites.")] = None,
-    suite: Annotated[list[str] | None, typer.Option("--suite", help="Suite(s), each checked alone (default: all).")] = None,
+    suite: Annotated[list[str] | None, typer.Option("--suite", help="Suite(s), each checked alone (default: "
+                                                                    "all).")] = None,
     tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
     seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
@@ -269,15 +278,20 @@ def sensitivity(
 @app.command()
 def export(
     protocol: Annotated[str, typer.Argument(help="Protocol file or shipped name, or a suite name.")],
-    out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and topoeval_export.json).")],
+    out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and "
+                                           "topoeval_export.json).")],
     split: Annotated[Split, typer.Option(help="The task split to write.")] = Split.train,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Tasks to write (default: the protocol's count for the split).")] = None,
-    topology: Annotated[str | None, typer.Option(help="Topology to export (default: the protocol's train topology).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, help="Tasks to write (default: the protocol's count for the "
+                                                          "split).")] = None,
+    topology: Annotated[str | None, typer.Option(help="Topology to export (default: the protocol's train "
+                                                      "topology).")] = None,
     seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,
     format: Annotated[ExportFormat, typer.Option(
-        "--format", help="rl: tasks for RL trainers; sft: successful conversations for fine-tuning.")] = ExportFormat.rl,
+        "--format", help="rl: tasks for RL trainers; sft: successful conversations for "
+                         "fine-tuning.")] = ExportFormat.rl,
     policy: Annotated[str, typer.Option(
-        help="--format sft: the model whose successful episodes on the split are kept ('none': only --from-run).")] = "oracle",
+        help="--format sft: the model whose successful episodes on the split are kept ('none': only "
+             "--from-run).")] = "oracle",
     from_run: Annotated[list[Path] | None, typer.Option(
         help="--format sft: also keep this run folder's successful episodes (repeatable).")] = None,
     suites_dir: SuitesDir = None,
@@ -300,7 +314,8 @@ def export(
         raise UserError("--policy and --from-run go with --format sft")
     from topoeval.training.export import export_tasks
 
-    path = export_tasks(protocol, out, split=split.value, n=tasks, topology=topology, seed=seed, suites_dirs=suites_dir or ())
+    path = export_tasks(protocol, out, split=split.value, n=tasks, topology=topology, seed=seed,
+                        suites_dirs=suites_dir or ())
     typer.echo(f"wrote {path}")
 
 
@@ -318,7 +333,8 @@ def serve_openenv(
     protocol: Annotated[str, typer.Argument(help="Default protocol of a reset (or a suite name).")] = "wiki_to_travel",
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-    topology: Annotated[str | None, typer.Option(help="Default topology (default: the protocol's train topology).")] = None,
+    topology: Annotated[str | None, typer.Option(help="Default topology (default: the protocol's train "
+                                                      "topology).")] = None,
     split: Annotated[Split, typer.Option(help="Default split of a reset.")] = Split.train,
     metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
@@ -335,7 +351,8 @@ def serve_openenv(
 @app.command("serve-model")
 def serve_model(
     model: Annotated[str, typer.Argument(help="smollm2-135m (the embedded model) or a GGUF path.")] = "smollm2-135m",
-    adapter: Annotated[list[str] | None, typer.Option(help="A LoRA adapter: smollm2-135m-wiki or a GGUF path (repeatable).")] = None,
+    adapter: Annotated[list[str] | None, typer.Option(help="A LoRA adapter: smollm2-135m-wiki or a GGUF path "
+                                                           "(repeatable).")] = None,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port on 127.0.0.1.")] = 8080,
     slots: Annotated[int, typer.Option(min=1, help="Sequences decoded together (continuous batching).")] = 4,
     n_ctx: Annotated[int, typer.Option(min=256, help="Context window of each slot.")] = 8192,
@@ -354,7 +371,8 @@ def serve_mcp(
     topology: Annotated[str | None, typer.Option(help="The protocol's topology (default: its train topology).")] = None,
     split: Annotated[Split, typer.Option(help="The task's split.")] = Split.test,
     index: Annotated[int | None, typer.Option(min=0, help="Task index in the split (default 0).")] = None,
-    task_id: Annotated[str | None, typer.Option(help="The task's id, e.g. travel/test/3-1a2b3c4d (instead of --index).")] = None,
+    task_id: Annotated[str | None, typer.Option(help="The task's id, e.g. travel/test/3-1a2b3c4d (instead of "
+                                                     "--index).")] = None,
     suites_dir: SuitesDir = None,
 ) -> None:
     """Serve one task of a topology as a stdio MCP server: its tools with MCP annotations (topoeval's in
@@ -372,10 +390,12 @@ def publish(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run folders to publish.")],
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
     private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
-    dry_run: Annotated[bool, typer.Option(help="Write the folder that would be uploaded (into --out) instead.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Write the folder that would be uploaded (into --out) "
+                                               "instead.")] = False,
     out: Annotated[Path | None, typer.Option(help="With --dry-run: the folder to write.")] = None,
     offline: Annotated[bool, typer.Option(help="With --dry-run: do not read the repo's current results.")] = False,
-    endpoint: Annotated[str | None, typer.Option(help="Hub endpoint (default: huggingface_hub's, HF_ENDPOINT).")] = None,
+    endpoint: Annotated[str | None, typer.Option(help="Hub endpoint (default: huggingface_hub's, "
+                                                      "HF_ENDPOINT).")] = None,
     episodes: Annotated[bool, typer.Option(help="Include the per-episode config.")] = True,
 ) -> None:
     """Publish runs as a Hub dataset (results + latest + episodes + card), merging with the repo's rows."""

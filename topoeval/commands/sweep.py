@@ -50,10 +50,14 @@ def run_sweep(protocol: str | Path, points: list[SweepPoint], out: Path, *, trai
 
 
 def sweep(
-    training: Annotated[Path, typer.Argument(help="A training record (<name>.json from topoeval train) or the folder holding it.")],
-    protocol: Annotated[str | None, typer.Option(help="Protocol to evaluate on (default: the one it was trained for).")] = None,
-    work_dir: Annotated[Path | None, typer.Option(help="The training's working folder (default: recorded, else ./runs/train/<name>).")] = None,
-    every: Annotated[int | None, typer.Option(min=1, help="Only checkpoints at multiples of this step (and the last).")] = None,
+    training: Annotated[Path, typer.Argument(help="A training record (<name>.json from topoeval train) or the folder "
+                                                  "holding it.")],
+    protocol: Annotated[str | None, typer.Option(help="Protocol to evaluate on (default: the one it was trained "
+                                                      "for).")] = None,
+    work_dir: Annotated[Path | None, typer.Option(help="The training's working folder (default: recorded, else "
+                                                       "./runs/train/<name>).")] = None,
+    every: Annotated[int | None, typer.Option(min=1, help="Only checkpoints at multiples of this step (and the "
+                                                          "last).")] = None,
     tasks: Annotated[int | None, typer.Option(min=1, help="Test tasks per topology (default: the protocol's).")] = None,
     shots: Annotated[int, typer.Option(min=0, help="The baseline evaluated at every checkpoint.")] = 0,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
@@ -71,8 +75,10 @@ def sweep(
     info = {"model": record["model"], "method": record.get("method", "sft"), "record": str(path),
             "steps": record["steps"], "every": (record.get("checkpoints") or {}).get("every")
             or (record.get("config") or {}).get("save_steps")}
-    settings = {k: v for k, v in {"tasks": tasks, "max_turns": max_turns, "max_tokens": max_tokens}.items() if v is not None}
-    result = run_sweep(protocol, points, folder, training=info, adapters=folder / "adapters", baseline=shots, **settings)
+    given = {"tasks": tasks, "max_turns": max_turns, "max_tokens": max_tokens}
+    settings = {k: v for k, v in given.items() if v is not None}
+    result = run_sweep(protocol, points, folder, training=info, adapters=folder / "adapters", baseline=shots,
+                       **settings)
     for p in result["peaks"]:
         typer.echo(f"{p['topology']} ({p['role']}) {p['metric']}: {p['first']:.2f} -> {p['last']:.2f}, "
                    f"peak {p['peak']:.2f} at step {p['peak_step']}")

@@ -23,13 +23,20 @@ def _reward(text: str) -> str | dict[str, float]:
 
 def train(
     protocol: Annotated[str, typer.Argument(help="Protocol name or YAML path: its train topology is trained on.")],
-    method: Annotated[str, typer.Option(help="sft (oracle conversations) or grpo (RL in topoeval's environment).")] = "sft",
-    n: Annotated[int | None, typer.Option("--tasks", min=1, help="Train-split tasks (sft: the oracle's conversations, default 300; grpo: the prompt pool, default 200).")] = None,
+    method: Annotated[str, typer.Option(help="sft (oracle conversations) or grpo (RL in topoeval's "
+                                             "environment).")] = "sft",
+    n: Annotated[int | None, typer.Option("--tasks", min=1, help="Train-split tasks (sft: the oracle's conversations, "
+                                                                 "default 300; grpo: the prompt pool, default "
+                                                                 "200).")] = None,
     epochs: Annotated[float, typer.Option(min=0.01, help="sft: passes over the conversations.")] = 2.0,
-    max_steps: Annotated[int | None, typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; grpo: default 16).")] = None,
-    data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders (repeatable).")] = None,
-    learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo 5e-5).")] = None,
-    init: Annotated[str, typer.Option(help="grpo: start from 'sft' (the shipped SFT adapter), 'base', or a GGUF LoRA file.")] = "sft",
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; "
+                                                              "grpo: default 16).")] = None,
+    data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders "
+                                                         "(repeatable).")] = None,
+    learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo "
+                                                                      "5e-5).")] = None,
+    init: Annotated[str, typer.Option(help="grpo: start from 'sft' (the shipped SFT adapter), 'base', or a GGUF LoRA "
+                                           "file.")] = "sft",
     num_generations: Annotated[int, typer.Option(min=2, help="grpo: rollouts per task (group size).")] = 8,
     prompts_per_step: Annotated[int, typer.Option(min=1, help="grpo: tasks per step.")] = 2,
     beta: Annotated[float, typer.Option(min=0.0, help="grpo: KL coefficient to the init policy.")] = 0.04,
@@ -38,15 +45,20 @@ def train(
     max_turns: Annotated[int, typer.Option(min=1, help="grpo: turns per rollout episode.")] = 6,
     turn_tokens: Annotated[int, typer.Option(min=1, help="grpo: tokens per turn.")] = 64,
     max_completion_tokens: Annotated[int, typer.Option(min=1, help="grpo: model tokens per rollout episode.")] = 256,
-    seed: Annotated[int, typer.Option(help="Seed of the adapter's initialisation, the data order and (grpo) sampling.")] = 0,
-    name: Annotated[str | None, typer.Option(help="Adapter model name (default smollm2-135m-<train topology>[-grpo]).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the adapter's initialisation, the data order and (grpo) "
+                                           "sampling.")] = 0,
+    name: Annotated[str | None, typer.Option(help="Adapter model name (default smollm2-135m-<train "
+                                                  "topology>[-grpo]).")] = None,
     base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
-    save_steps: Annotated[int | None, typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo 4).")] = None,
+    save_steps: Annotated[int | None, typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo "
+                                                               "4).")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch threads.")] = None,
-    out_dir: Annotated[Path | None, typer.Option(help="Where the GGUF adapter and its record go (default ./runs/adapters; make train: adapters/).")] = None,
+    out_dir: Annotated[Path | None, typer.Option(help="Where the GGUF adapter and its record go (default "
+                                                      "./runs/adapters; make train: adapters/).")] = None,
     work_dir: Annotated[Path | None, typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
     fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
-    dry_run: Annotated[bool, typer.Option(help="sft: export and tokenize the data, print its size, train nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="sft: export and tokenize the data, print its size, train "
+                                               "nothing.")] = False,
 ) -> None:
     """Fine-tune the embedded model with LoRA on the protocol's train topology (CPU) and write a GGUF adapter:
     SFT on the oracle's conversations, or GRPO with topoeval's environment and reward (--method grpo). The same
@@ -63,15 +75,15 @@ def train(
     from topoeval.training.sft import TrainConfig
     from topoeval.training.sft import train as run_training
 
-    cfg = TrainConfig(protocol=protocol, n=n or 300, epochs=epochs, max_steps=max_steps, data=[str(d) for d in data or ()],
-                      learning_rate=learning_rate or 2e-4, seed=seed, name=name, base=base, save_steps=save_steps or 25,
+    cfg = TrainConfig(protocol=protocol, n=n or 300, epochs=epochs, max_steps=max_steps,
+                      data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name, base=base, save_steps=save_steps or 25,
                       threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run)
     result = run_training(cfg, command)
     rec = result.record
     if dry_run:
         t = rec["tokens"]
-        typer.echo(f"{result.name}: {t['conversations']} conversations (data sha256 {rec['data']['sha256'][:12]}); tokens "
-                   f"per conversation {t['shortest']}..{t['longest']} (median {t['median']}), {t['total']} in all, "
+        typer.echo(f"{result.name}: {t['conversations']} conversations (data sha256 {rec['data']['sha256'][:12]}); "
+                   f"tokens per conversation {t['shortest']}..{t['longest']} (median {t['median']}), {t['total']} in all, "
                    f"{t['assistant']} of them learned (assistant turns)")
         return
     first = rec["loss_curve"][0]["loss"] if rec["loss_curve"] else None
@@ -104,5 +116,5 @@ def report_training(path: Path) -> None:
     curve = record["diagnostics"]
     typer.echo(diagnostics_table(curve, every=max(1, len(curve) // 20)))
     s = summary(curve)
-    typer.echo(f"reward {s.get('reward_first')} -> {s.get('reward_last')}, zero-std group share {s.get('zero_std_share')}, "
-               f"last KL {s.get('kl_last')}; wrote " + ", ".join(p.name for p in written))
+    typer.echo(f"reward {s.get('reward_first')} -> {s.get('reward_last')}, "
+               f"zero-std group share {s.get('zero_std_share')}, last KL {s.get('kl_last')}; wrote " + ", ".join(p.name for p in written))
