@@ -69,9 +69,11 @@ class TopoevalObservation(Observation):
     """What the agent sees after a reset or a step."""
 
     messages: list[dict[str, Any]] = Field(default_factory=list,
-                                           description="New messages, OpenAI format: system + user on reset, tool results on a step.")
+                                           description="New messages, OpenAI format: system + user on reset, tool "
+                                                       "results on a step.")
     tools: list[dict[str, Any]] = Field(default_factory=list,
-                                        description="On reset: the tools with their schemas and annotations (empty on steps).")
+                                        description="On reset: the tools with their schemas and annotations (empty on "
+                                                    "steps).")
     task_id: str = Field(default="", description="Task id.")
     topology: str = Field(default="", description="Topology name.")
     split: str = Field(default="", description="Split the task is from.")

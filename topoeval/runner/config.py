@@ -52,15 +52,18 @@ class RunConfig(BaseModel):
     out: Path | None = Field(default=None, description="The run folder (default results/<protocol>/<run-id>).")
     tasks: int | None = Field(default=None, ge=1, description="Test tasks per topology (default: the protocol's).")
     samples: int | None = Field(default=None, ge=1, description="Samples per task (default: the protocol's).")
-    shots: list[int] | None = Field(default=None, description="Keep only these baselines (shot counts) of the protocol.")
+    shots: list[int] | None = Field(default=None, description="Keep only these baselines (shot counts) of the "
+                                                              "protocol.")
     max_turns: int | None = Field(default=None, ge=1, description="Override the protocol's turns per episode.")
     max_tokens: int | None = Field(default=None, ge=1, description="Override the protocol's tokens per turn.")
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="Override the protocol's temperature.")
     top_p: float | None = Field(default=None, gt=0.0, le=1.0, description="Override the protocol's top_p.")
     model_options: ModelOptions = Field(default_factory=ModelOptions, description=(
         "How every model backend is reached and driven (API base and key, tool mode, timeouts, local slots, ...)."))
-    concurrency: int | None = Field(default=None, ge=1, description="Concurrent episodes per model (default: the backend's).")
-    cache: bool = Field(default=True, description="Keep model responses in <run>/cache.sqlite so a re-run never pays twice.")
+    concurrency: int | None = Field(default=None, ge=1, description="Concurrent episodes per model (default: the "
+                                                                    "backend's).")
+    cache: bool = Field(default=True, description="Keep model responses in <run>/cache.sqlite so a re-run never pays "
+                                                  "twice.")
     suites_dirs: list[Path] = Field(default_factory=list, description="Extra folders of suites.")
     trained_on: list[Path] = Field(default_factory=list, description=(
         "`topoeval export` folders the models were trained on: evaluated tasks found in them are warned about."))

@@ -53,29 +53,37 @@ class GrpoConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     protocol: str = Field(description="Protocol name or YAML path; its train topology's train split is trained on.")
-    name: str | None = Field(default=None, description="Model name of the adapter (default smollm2-135m-<train topology>-grpo).")
-    init: str = Field(default="sft", description="'sft' (the shipped SFT adapter of the train topology), 'base' (a fresh LoRA), or a GGUF LoRA file.")
+    name: str | None = Field(default=None, description="Model name of the adapter (default smollm2-135m-<train "
+                                                       "topology>-grpo).")
+    init: str = Field(default="sft", description="'sft' (the shipped SFT adapter of the train topology), 'base' (a "
+                                                 "fresh LoRA), or a GGUF LoRA file.")
     n: int = Field(default=200, ge=1, description="Train-split tasks in the prompt pool (indices 0..n-1).")
     max_steps: int = Field(default=16, ge=1, description="Optimizer steps.")
     num_generations: int = Field(default=8, ge=2, description="Rollouts per task (the GRPO group size).")
-    prompts_per_step: int = Field(default=2, ge=1, description="Tasks per step (rollouts per step = this x num_generations).")
+    prompts_per_step: int = Field(default=2, ge=1, description="Tasks per step (rollouts per step = this x "
+                                                               "num_generations).")
     beta: float = Field(default=0.04, ge=0, description="KL coefficient to the reference (the init policy).")
     temperature: float = Field(default=1.0, ge=0, description="Sampling temperature of the rollouts.")
     top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling of the rollouts.")
     learning_rate: float = Field(default=5e-5, gt=0, description="Learning rate (constant).")
-    reward: str | dict[str, float] = Field(default="success", description="Episode metric (or weights of metrics) the reward is.")
+    reward: str | dict[str, float] = Field(default="success", description="Episode metric (or weights of metrics) the "
+                                                                          "reward is.")
     max_turns: int = Field(default=6, ge=1, description="Turns per rollout episode.")
     max_tool_calls: int = Field(default=12, ge=1, description="Tool calls per rollout episode.")
     turn_tokens: int = Field(default=64, ge=1, description="Tokens the policy may write per turn.")
-    max_completion_tokens: int = Field(default=256, ge=1, description="Tokens the policy may write per episode (then it is scored as it stands).")
+    max_completion_tokens: int = Field(default=256, ge=1, description="Tokens the policy may write per episode (then "
+                                                                      "it is scored as it stands).")
     lora_r: int = Field(default=16, ge=1, description="LoRA rank (must be the init adapter's with --init sft).")
     lora_alpha: int = Field(default=32, ge=1, description="LoRA alpha.")
     seed: int = Field(default=0, description="Seed of the task order, the sampling and a fresh LoRA.")
-    base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint folder.")
-    save_steps: int = Field(default=4, ge=1, description="Checkpoint every this many steps (resume points and sweep points).")
+    base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint "
+                                                      "folder.")
+    save_steps: int = Field(default=4, ge=1, description="Checkpoint every this many steps (resume points and sweep "
+                                                         "points).")
     threads: int | None = Field(default=None, ge=1, description="torch threads (default: torch's choice).")
     work_dir: Path | None = Field(default=None, description="Working folder (default ./runs/train/<name>).")
-    out_dir: Path | None = Field(default=None, description="Where the GGUF adapter, its record and plot go (default ./runs/adapters).")
+    out_dir: Path | None = Field(default=None, description="Where the GGUF adapter, its record and plot go (default "
+                                                           "./runs/adapters).")
     gguf: bool = Field(default=True, description="Convert the adapter to GGUF (needs llama.cpp's converter).")
     fresh: bool = Field(default=False, description="Discard the working folder's checkpoints instead of resuming.")
     progress: bool = Field(default=True, description="Show TRL's progress bar.")

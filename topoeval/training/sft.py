@@ -51,24 +51,31 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     protocol: str = Field(description="Protocol name or YAML path; its train topology is trained on.")
-    name: str | None = Field(default=None, description="Model name of the adapter (default smollm2-135m-<train topology>).")
+    name: str | None = Field(default=None, description="Model name of the adapter (default smollm2-135m-<train "
+                                                       "topology>).")
     n: int = Field(default=300, ge=1, description="Train-split tasks the oracle solves for the training conversations.")
-    data: list[str] = Field(default_factory=list, description="More SFT export folders to train on (topoeval export --format sft).")
+    data: list[str] = Field(default_factory=list, description="More SFT export folders to train on (topoeval export "
+                                                              "--format sft).")
     epochs: float = Field(default=2.0, gt=0, description="Passes over the conversations.")
-    max_steps: int | None = Field(default=None, ge=1, description="Stop after this many optimizer steps (overrides epochs).")
+    max_steps: int | None = Field(default=None, ge=1, description="Stop after this many optimizer steps (overrides "
+                                                                  "epochs).")
     learning_rate: float = Field(default=2e-4, gt=0, description="Peak learning rate (cosine decay, 3% warm-up).")
     lora_r: int = Field(default=16, ge=1, description="LoRA rank.")
     lora_alpha: int = Field(default=32, ge=1, description="LoRA alpha (scale alpha / r).")
     batch_size: int = Field(default=1, ge=1, description="Conversations per step.")
-    max_length: int | None = Field(default=None, ge=16, description="Truncate conversations to this many tokens (None: never).")
+    max_length: int | None = Field(default=None, ge=16, description="Truncate conversations to this many tokens (None: "
+                                                                    "never).")
     seed: int = Field(default=0, description="Seed of the adapter's initialisation and the data order.")
-    base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint folder.")
+    base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint "
+                                                      "folder.")
     bf16: bool = Field(default=True, description="bf16 autocast on the CPU (about 1.5x faster than fp32 here).")
     save_steps: int = Field(default=25, ge=1, description="Checkpoint every this many steps (resume point).")
     threads: int | None = Field(default=None, ge=1, description="torch threads (default: torch's choice).")
     work_dir: Path | None = Field(default=None, description="Working folder (default ./runs/train/<name>).")
-    out_dir: Path | None = Field(default=None, description="Where the GGUF adapter and its record go (default ./runs/adapters).")
-    gguf: bool = Field(default=True, description="Convert the adapter to GGUF (needs llama.cpp's converter, see lora_gguf).")
+    out_dir: Path | None = Field(default=None, description="Where the GGUF adapter and its record go (default "
+                                                           "./runs/adapters).")
+    gguf: bool = Field(default=True, description="Convert the adapter to GGUF (needs llama.cpp's converter, see "
+                                                 "lora_gguf).")
     fresh: bool = Field(default=False, description="Discard the working folder's checkpoints instead of resuming.")
     dry_run: bool = Field(default=False, description="Export and tokenize the data, report its size, train nothing.")
 
