@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import datasets
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "reproduce_wiki_to_travel.py"
@@ -15,6 +16,7 @@ def run(*args):
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_reference_rows_reproduce_within_their_published_ci(tmp_path):
     proc = run("--out", str(tmp_path / "r"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -23,6 +25,7 @@ def test_reference_rows_reproduce_within_their_published_ci(tmp_path):
     assert done == total and int(total) >= 7 * 4 * 2 * 2  # models x baselines x topologies x metrics
 
 
+@pytest.mark.slow
 def test_a_published_number_that_does_not_reproduce_fails(tmp_path):
     rows = datasets.load_dataset("parquet", data_files=str(SNAPSHOT), split="train").to_list()
     for r in rows:
@@ -34,6 +37,7 @@ def test_a_published_number_that_does_not_reproduce_fails(tmp_path):
     assert proc.returncode == 1 and "OUT OF CI" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_degenerate_published_interval_is_judged_by_overlap(tmp_path):
     """A published interval of width 0 (here oracle-no-ask's success as 0.86 [0.86, 0.86]) is met by a
     reproduced interval that reaches it, though the reproduced mean (0.76) is not inside it."""

@@ -62,6 +62,7 @@ def test_the_command_needs_a_training_record(tmp_path, topoeval_cmd):
 
 
 @pytest.mark.local_model
+@pytest.mark.slow
 def test_a_sweep_evaluates_real_checkpoints_of_the_embedded_model(tmp_path, topoeval_cmd):
     """A checkpoint folder holding the shipped wiki adapter (read back into PEFT): converted, loaded on the
     embedded model's llama-server, and evaluated beside the base (step 0) on 1 task per topology."""

@@ -61,6 +61,7 @@ class Saboteur(threading.Thread):
             time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_server_that_crashes_mid_run_is_restarted_and_the_run_completes(tmp_path):
     before = llama_servers()
     saboteur = Saboteur(signal.SIGSEGV, times=1, after_s=3.0)
@@ -90,6 +91,7 @@ def test_a_server_that_keeps_crashing_ends_episodes_as_errors_and_exit_3(tmp_pat
     assert llama_servers() == before
 
 
+@pytest.mark.slow
 def test_a_hung_server_is_killed_and_replaced(tmp_path):
     before = llama_servers()
     saboteur = Saboteur(signal.SIGSTOP, times=1, after_s=3.0)
