@@ -67,7 +67,9 @@ def test_another_format_is_another_run_not_a_resume(tmp_path, echo_protocol, fix
                                         model_options=ModelOptions(api_base=server.api_base, max_retries=0))
         finally:
             server.stop()
-        assert res.new_episodes == 2 * N_TASKS and res.reused_episodes == (0 if fmt == "hermes" else 2 * N_TASKS)
+        assert res.new_episodes == 2 * N_TASKS  # nothing of the other format's episodes is reused
+    eps = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(eps) == 4 * N_TASKS and {e["model"] for e in eps} == {"direct:scripted@hermes", "direct:scripted@json"}
     meta = json.loads((out / "run.json").read_text())
     assert meta["tool_formats"]["models"] == {"direct:scripted@hermes": "hermes", "direct:scripted@json": "json"}
     # and the default run folders differ too (the name is in the run id)
