@@ -95,7 +95,8 @@ class ServedEpisode:
                 self._assistant[turn] = {"role": "assistant", "content": None, "tool_calls": []}
                 st.messages.append(self._assistant[turn])
             self._assistant[turn]["tool_calls"].append(call.openai())
-            st.messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": observation_text(rec)})
+            st.messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
+                                "content": observation_text(rec)})
             st.turns = len(self._turns)
             return rec
 
@@ -128,8 +129,10 @@ def _tool(spec: ToolSpec) -> Any:
     hints = mcp_annotations(spec)
     return types.Tool(
         name=spec.name, description=spec.description, input_schema=spec.parameters, _meta=tool_meta(spec),
-        annotations=types.ToolAnnotations(read_only_hint=hints["readOnlyHint"], destructive_hint=hints["destructiveHint"],
-                                          idempotent_hint=hints["idempotentHint"], open_world_hint=hints["openWorldHint"]),
+        annotations=types.ToolAnnotations(read_only_hint=hints["readOnlyHint"],
+                                          destructive_hint=hints["destructiveHint"],
+                                          idempotent_hint=hints["idempotentHint"],
+                                          open_world_hint=hints["openWorldHint"]),
     )
 
 
@@ -145,8 +148,10 @@ def build_server(episode: ServedEpisode) -> Any:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        meta = params.meta if isinstance(params.meta, dict) else (params.meta.model_dump(by_alias=True) if params.meta else {})
-        rec = await anyio.to_thread.run_sync(episode.call, params.name, dict(params.arguments or {}), meta.get(TURN_META))
+        meta = (params.meta if isinstance(params.meta, dict)
+                else (params.meta.model_dump(by_alias=True) if params.meta else {}))
+        rec = await anyio.to_thread.run_sync(episode.call, params.name, dict(params.arguments or {}),
+                                             meta.get(TURN_META))
         structured = rec.observation if rec.status == "ok" and isinstance(rec.observation, dict) else None
         return types.CallToolResult(content=[types.TextContent(type="text", text=observation_text(rec))],
                                     structured_content=structured, is_error=rec.status != "ok")
@@ -199,7 +204,8 @@ def pick_task(tasks: TopologyTasks, index: int | None, task_id: str | None) -> T
                         + (f" (it has {size})" if size is not None else ""))
     task = tasks.task(index)
     if task_id is not None and task.id != task_id:
-        raise UserError(f"task id '{task_id}' is not in this topology (task {index} of its {tasks.split} split is {task.id})")
+        raise UserError(f"task id '{task_id}' is not in this topology "
+                        f"(task {index} of its {tasks.split} split is {task.id})")
     return task
 
 

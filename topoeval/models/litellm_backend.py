@@ -54,7 +54,8 @@ class LiteLLMPolicy(ChatPolicy):
     def _router(self):
         """litellm's Router over the replicas: one deployment per URL, episodes pinned by session id."""
         deployments = [{"model_name": "topoeval-replicas", "litellm_params": {
-            "model": self.model, "api_base": url, **({"api_key": self.options.api_key} if self.options.api_key else {})}}
+            "model": self.model, "api_base": url,
+            **({"api_key": self.options.api_key} if self.options.api_key else {})}}
             for url in self.options.api_bases]
         return self.litellm.Router(
             model_list=deployments, num_retries=0, allowed_fails=0, cooldown_time=2.0, timeout=self.options.timeout_s,
@@ -85,9 +86,12 @@ class LiteLLMPolicy(ChatPolicy):
             missing = self.litellm.validate_environment(model=self.model).get("missing_keys") or []
         except Exception:
             missing = []
-        return f"set {' / '.join(missing)} or pass --api-key" if missing else "pass --api-key (or the provider's key variable)"
+        if missing:
+            return f"set {' / '.join(missing)} or pass --api-key"
+        return "pass --api-key (or the provider's key variable)"
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], sampling: SamplingParams) -> AssistantMessage:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       sampling: SamplingParams) -> AssistantMessage:
         kwargs: dict[str, Any] = dict(
             model=self.model, messages=messages, timeout=self.options.timeout_s, num_retries=0,
             **self.sampling_args(sampling),
@@ -106,7 +110,8 @@ class LiteLLMPolicy(ChatPolicy):
                 kwargs.pop("api_key", None)
                 session = CURRENT_EPISODE.get()
                 response = await self.router.acompletion(
-                    **{**kwargs, "model": "topoeval-replicas"}, **({"metadata": {"session_id": session}} if session else {}))
+                    **{**kwargs, "model": "topoeval-replicas"},
+                    **({"metadata": {"session_id": session}} if session else {}))
             else:
                 response = await self.litellm.acompletion(**kwargs)
         except Exception as exc:
@@ -151,6 +156,7 @@ def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str |
         transient = False
     if not transient:
         return exc
-    headers = getattr(getattr(exc, "response", None), "headers", None) or getattr(exc, "litellm_response_headers", None) or {}
+    headers = (getattr(getattr(exc, "response", None), "headers", None)
+               or getattr(exc, "litellm_response_headers", None) or {})
     retry_after = parse_retry_after(headers.get("retry-after") if hasattr(headers, "get") else None)
     return TransientError(f"{name}: {text[:300]}", retry_after=retry_after, status=status)

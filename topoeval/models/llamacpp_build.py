@@ -54,12 +54,14 @@ LLAMA_CPP_PYTHON = "0.3.36"
 BINARY = "llama-server"
 BUILD_RECORD = "build.json"
 COMMON_FLAGS = (
-    "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DCMAKE_BUILD_RPATH=$ORIGIN", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DCMAKE_BUILD_RPATH=$ORIGIN", "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
     "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF",
     "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF",
 )
 #: x86-64-v3: what every x86-64 CPU of the last decade runs; nothing host-specific
-X86_64_V3 = ("-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_BMI2=ON")
+X86_64_V3 = ("-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+             "-DGGML_BMI2=ON")
 
 
 def cache_root() -> Path:
@@ -174,7 +176,8 @@ def build(force: bool = False, jobs: int | None = None, log=sys.stderr) -> Path:
         source = next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
         tree = work / "build"
         jobs = jobs or os.cpu_count() or 2
-        print(f"building llama-server {LLAMA_CPP_PYTHON} ({' '.join(flags)}) with {jobs} jobs ...", file=log, flush=True)
+        print(f"building llama-server {LLAMA_CPP_PYTHON} ({' '.join(flags)}) with {jobs} jobs ...", file=log,
+              flush=True)
         info: dict[str, str] = {}
         for step in ([cmake, "-S", str(source), "-B", str(tree), *COMMON_FLAGS, *flags],
                      [cmake, "--build", str(tree), "--target", BINARY, "-j", str(jobs)]):
@@ -183,7 +186,8 @@ def build(force: bool = False, jobs: int | None = None, log=sys.stderr) -> Path:
             if proc.returncode != 0:
                 lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "error" in ln.lower()] or \
                         (proc.stdout + proc.stderr).strip().splitlines()
-                raise UserError(f"building llama-server failed ({' '.join(step[:2])}): {lines[-1] if lines else proc.returncode}")
+                raise UserError(f"building llama-server failed ({' '.join(step[:2])}): "
+                                f"{lines[-1] if lines else proc.returncode}")
         built = next(tree.rglob(BINARY), None)
         if built is None:
             raise UserError(f"building llama-server produced no {BINARY} binary")
@@ -233,13 +237,15 @@ def self_test(binary: Path | None = None, model: str | None = None, timeout_s: f
 
     binary = binary or server_binary()
     model = model or embedded_gguf()
-    rebuild = (f"rebuild with other flags: TOPOEVAL_LLAMA_CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF' "
+    rebuild = ("rebuild with other flags: "
+               "TOPOEVAL_LLAMA_CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF' "
                f"{sys.executable} -m topoeval.models.llamacpp_build --force")
     started = time.perf_counter()
     server = None
     try:
         server = LlamaServer(binary, model, slots=1, n_ctx=512, startup_timeout_s=timeout_s)
-        data = server.post_sync("/completion", {"prompt": "<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n",
+        data = server.post_sync("/completion", {"prompt": "<|im_start|>user\nSay hello.<|im_end|>\n"
+                                                          "<|im_start|>assistant\n",
                                                 "n_predict": 8, "temperature": 0.0, "cache_prompt": False},
                                 timeout_s=timeout_s)
         n = int(data.get("tokens_predicted") or 0)

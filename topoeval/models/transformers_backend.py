@@ -30,8 +30,8 @@ class TransformersPolicy(Policy):
         #: a prompt format only (``hermes`` by default): the checkpoint's chat template renders plain text turns
         self.format = resolve_format(options.tool_format, options.tool_mode, "prompt")
         if self.format.native:
-            raise UserError(f"model '{self.name}': hf: checkpoints take a prompt tool format (hermes, search-r1, react, "
-                            "json), not native function calling")
+            raise UserError(f"model '{self.name}': hf: checkpoints take a prompt tool format "
+                            "(hermes, search-r1, react, json), not native function calling")
         if self.format.name != default_format("prompt"):
             self.name = f"{self.name}@{self.format.name}"
         self._model = self._tokenizer = None
@@ -57,7 +57,8 @@ class TransformersPolicy(Policy):
         model, tok = self._load()
         ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
         temperature = sampling.temperature
-        kwargs = dict(max_new_tokens=sampling.max_tokens, do_sample=temperature > 0, pad_token_id=tok.pad_token_id or tok.eos_token_id)
+        kwargs = dict(max_new_tokens=sampling.max_tokens, do_sample=temperature > 0,
+                      pad_token_id=tok.pad_token_id or tok.eos_token_id)
         if temperature > 0:
             kwargs.update(temperature=temperature, top_p=sampling.top_p)
             if sampling.seed is not None:
@@ -73,10 +74,12 @@ class TransformersPolicy(Policy):
         shifted = suite_format(ctx.suite)
         fmt = self.format if shifted is None or shifted == self.format.name else get_format(shifted)
         if fmt.native:
-            raise UserError(f"model '{self.name}': a topology shifts it to native function calling, which hf: checkpoints lack")
+            raise UserError(f"model '{self.name}': a topology shifts it to native function calling, "
+                            "which hf: checkpoints lack")
         fmt.check(tools)
         async with self._lock:
             text, n_in, n_out = await asyncio.to_thread(self._generate, fmt.render(messages, tools), sampling)
-        reply = fmt.read_reply(AssistantMessage(content=text, usage=Usage(prompt_tokens=n_in, completion_tokens=n_out)), tools)
+        usage = Usage(prompt_tokens=n_in, completion_tokens=n_out)
+        reply = fmt.read_reply(AssistantMessage(content=text, usage=usage), tools)
         reply.latency_s = time.perf_counter() - started
         return reply
