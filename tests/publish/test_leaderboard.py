@@ -17,6 +17,10 @@ def test_the_collapse_runs_base_and_both_adapters_in_both_directions_with_few_sh
         assert (protocol, "embedded") not in runs  # the base runs inside the collapse, on the same tasks
     assert runs[("travel_to_wiki", "collapse")].cache_from == "wiki_to_travel/collapse"
     assert runs[("wiki_to_travel_ladder", "trained")].models == ("smollm2-135m-wiki",)
+    # the format ladder: how much of the wiki adapter's loss is the tool-call format's
+    assert runs[("wiki_format_ladder", "trained")].models == ("smollm2-135m", "smollm2-135m-wiki")
+    assert ("wiki_format_ladder", "reference") in runs
+    assert any(s.axis == "format" for s in load_protocol("wiki_format_ladder").ladder)
     order = [(r.protocol, r.folder) for r in plan()]
     assert order.index((COLLAPSE[0], "collapse")) < order.index((COLLAPSE[1], "collapse"))
     assert set(COLLAPSE_MODELS) == set(runs[(COLLAPSE[1], "collapse")].models)

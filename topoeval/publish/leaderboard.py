@@ -4,7 +4,8 @@ Runs the reference policies (each protocol as written) on every shipped protocol
 (3 tasks per topology, 0 and 1 shots, 6 turns of 64 tokens) on ``wiki_hops`` and the ladder; the
 trained-model collapse — the embedded base and both shipped adapters (``smollm2-135m-wiki``,
 ``smollm2-135m-travel``), 0/1/2 shots, 12 tasks per topology — on ``wiki_to_travel`` and
-``travel_to_wiki``; and the wiki-trained adapter on the ladder (8 tasks per step). No model runs on
+``travel_to_wiki``; the wiki-trained adapter on the ladder (8 tasks per step); and the base and the
+wiki adapter on the format ladder ``wiki_format_ladder`` (8 tasks per step). No model runs on
 the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a 135M model cannot use.
 Then stages the runs as a publish would (results, latest view and card, without the per-episode
 config, to keep the repository small) into ``results/hub/`` and copies the card to
@@ -44,6 +45,9 @@ COLLAPSE_RUN = {"tasks": 12, "shots": [0, 1, 2], "max_turns": 6, "max_tokens": 6
 #: the wiki-trained adapter's ladder curve (0-shot, 8 tasks per step)
 LADDER = "wiki_to_travel_ladder"
 LADDER_RUN = {"tasks": 8, "shots": [0], "max_turns": 6, "max_tokens": 64}
+#: how much of the wiki adapter's collapse is the tool-call format's (issue 28): the same sizes as LADDER_RUN
+FORMAT_LADDER = "wiki_format_ladder"
+FORMAT_LADDER_MODELS = (EMBEDDED, f"{EMBEDDED}-wiki")
 REPO_ID = "topoeval/leaderboard"
 
 
@@ -70,6 +74,8 @@ def plan() -> list[PlannedRun]:
             runs.append(PlannedRun(protocol, (EMBEDDED,), "embedded", QUICK_LOOK))
         if protocol == LADDER:
             runs.append(PlannedRun(protocol, (f"{EMBEDDED}-wiki",), "trained", LADDER_RUN))
+    runs.append(PlannedRun(FORMAT_LADDER, tuple(sorted(REFERENCE)), "reference", {}))
+    runs.append(PlannedRun(FORMAT_LADDER, FORMAT_LADDER_MODELS, "trained", LADDER_RUN))
     return runs
 
 
