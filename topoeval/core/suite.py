@@ -13,9 +13,9 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from topoeval.core.messages import AssistantMessage
 
@@ -94,7 +94,11 @@ class SuiteManifest(BaseModel):
     name: str = Field(description="Suite name used in protocols.")
     description: str = Field(description="One paragraph for `topoeval suites`.")
     version: int = Field(default=1, description="Bumped when generated tasks change.")
-    world: str = Field(description="'module.py:ClassName' of the Suite subclass, relative to the folder.")
+    suite: str = Field(
+        validation_alias=AliasChoices("suite", "world"),
+        description="'module.py:ClassName' of the Suite subclass, relative to the folder ('world:' is read as "
+        "the same key: the name manifests used before).",
+    )
     tools: list[ToolSpec] = Field(description="Tool specs offered to the model.")
     topology: TopologyDescriptor = Field(description="Position on the topology axes.")
 
@@ -251,10 +255,20 @@ class World(ABC):
         once the episode's record is made, however the episode ended; it must be idempotent."""
 
 
-class Suite(ABC):
-    """A tool world: manifest, task generator, world factory, scorer and oracle."""
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
 
-    #: pydantic model of the suite parameters a protocol topology may set.
+
+class Suite(ABC, Generic[ParamsT]):
+    """A tool world: manifest, task generator, world factory, scorer and oracle.
+
+    Generic over its parameters model: ``class MySuite(Suite[MyParams])`` with ``Params = MyParams``,
+    and every method taking ``params`` receives a ``MyParams`` (``parse_params`` built it), so a suite
+    never checks its type. Tools and topology have one source each: :meth:`tools_for` and
+    :meth:`topology_for` (the parameter-free :attr:`tools` and ``manifest.topology`` are those of the
+    default parameters, for listings and for transforms that rename before parameters are known).
+    """
+
+    #: pydantic model of the suite parameters a protocol topology may set (the ``ParamsT`` above).
     Params: ClassVar[type[BaseModel]]
 
     def __init__(self, manifest: SuiteManifest, folder: str | None = None):
@@ -272,22 +286,22 @@ class Suite(ABC):
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)
 
-    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
-        return self.Params.model_validate(params or {})
+    def parse_params(self, params: dict[str, Any] | None) -> ParamsT:
+        return cast(ParamsT, self.Params.model_validate(params or {}))
 
-    def task_problems(self, params: BaseModel) -> list[str]:
+    def task_problems(self, params: ParamsT) -> list[str]:
         """Mistakes in the suite's own task data under these parameters, one line each (a gold call
         naming a tool the topology does not offer, ...). ``topoeval validate`` and every protocol
         load report them as protocol errors. Default: none (generated tasks are checked by tests)."""
         return []
 
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+    def tools_for(self, params: ParamsT) -> list[ToolSpec]:
         """Tools offered under these parameters (default: the manifest's). A suite whose tool list
         depends on its parameters overrides this; the runner sees the result through
         :func:`topoeval.protocol.topology.resolve`."""
         return self.manifest.tools
 
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+    def topology_for(self, params: ParamsT) -> TopologyDescriptor:
         """Position on the topology axes under these parameters (default: the manifest's)."""
         return self.manifest.topology
 
@@ -296,7 +310,7 @@ class Suite(ABC):
         call stands for several — ``batch_api`` — returns the component calls, events re-indexed."""
         return calls, events
 
-    def system_prompt(self, params: BaseModel) -> str:
+    def system_prompt(self, params: ParamsT) -> str:
         """System message for this suite (short: it is paid on every call)."""
         return (
             "You are an agent that solves the user's task with the tools provided. "
@@ -305,13 +319,13 @@ class Suite(ABC):
         )
 
     @abstractmethod
-    def generate(self, params: BaseModel, split: Split, seed: int, index: int) -> Task:
+    def generate(self, params: ParamsT, split: Split, seed: int, index: int) -> Task:
         """The task at ``index`` of ``split``; a pure function of its arguments."""
 
-    def tasks(self, params: BaseModel, split: Split, seed: int, n: int) -> list[Task]:
+    def tasks(self, params: ParamsT, split: Split, seed: int, n: int) -> list[Task]:
         return [self.generate(params, split, seed, i) for i in range(n)]
 
-    def pool_size(self, params: BaseModel, split: Split) -> int | None:
+    def pool_size(self, params: ParamsT, split: Split) -> int | None:
         """How many distinct tasks ``split`` holds under these parameters: None (the default) for a
         generator, which draws as many as asked. A suite bridged from a fixed task set (AgentDojo)
         returns its split's size, and a protocol asking for more is rejected when it loads."""

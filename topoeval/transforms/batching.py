@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from topoeval.core.messages import AssistantMessage, ToolCall
-from topoeval.core.suite import Effect, Suite, ToolError, ToolSpec, TopologyDescriptor, World
+from topoeval.core.suite import Effect, Suite, Task, ToolError, ToolSpec, TopologyDescriptor, World
 
 from .params import SuiteView
 
@@ -65,9 +65,8 @@ class BatchSuite(SuiteView):
     def system_prompt(self, params: BaseModel) -> str:
         return self.inner.system_prompt(params) + " A tool ending in _batch answers several look-ups in one call."
 
-    def generate(self, params, split, seed, index):
+    def outer_task(self, task: Task) -> Task:
         """The inner task, with each withheld tool's batch withheld too (and offered with it)."""
-        task = self.inner.generate(params, split, seed, index)
         if not task.withheld_tools:
             return task
         batch = {inner: outer for outer, inner in self.batch_of.items()}

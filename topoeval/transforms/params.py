@@ -10,32 +10,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from topoeval.core.errors import UserError
-from topoeval.core.messages import AssistantMessage
-from topoeval.core.suite import Suite, Task, ToolSpec, TopologyDescriptor, World
+from topoeval.core.suite import Suite, ToolSpec, TopologyDescriptor
+
+from .delegate import DelegatingSuite
 
 
-class SuiteView(Suite):
+class SuiteView(DelegatingSuite):
     """``inner`` with some parameters fixed, and/or seen with a given tool list and topology.
 
-    Everything else (tasks, worlds, scores, the oracle) is the inner suite's.
+    Everything else (tasks, worlds, scores, the oracle) is the inner suite's (:class:`DelegatingSuite`).
     """
 
     def __init__(self, inner: Suite, overrides: dict[str, Any] | None = None,
                  topology_update: dict[str, Any] | None = None,
                  tools: list[ToolSpec] | None = None, topology: TopologyDescriptor | None = None):
-        self.inner = inner
-        self.Params = inner.Params  # type: ignore[misc]  # a view takes its inner suite's params model
         self.overrides = overrides or {}
-        self.topology_update = topology_update or {}
-        topology = (topology or inner.manifest.topology).model_copy(update=self.topology_update)
+        topology = (topology or inner.manifest.topology).model_copy(update=topology_update or {})
         manifest = inner.manifest.model_copy(update={"tools": tools if tools is not None else inner.tools,
                                                      "topology": topology})
-        super().__init__(manifest, inner.folder)
+        super().__init__(inner, manifest, topology_update)
 
-    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
+    def parse_params(self, params: dict[str, Any] | None) -> Any:
         merged = dict(params or {})
         for key, value in self.overrides.items():
             if isinstance(value, list):
@@ -44,37 +40,11 @@ class SuiteView(Suite):
                 merged[key] = value
         return self.inner.parse_params(merged)
 
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
-        return self.inner.tools_for(params)
-
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
-        return self.inner.topology_for(params).model_copy(update=self.topology_update)
-
-    def system_prompt(self, params: BaseModel) -> str:
-        return self.inner.system_prompt(params)
-
-    def expand_calls(self, calls: list[dict[str, Any]], events: list[dict[str, Any]]):
-        return self.inner.expand_calls(calls, events)
-
-    def generate(self, params, split, seed, index) -> Task:
-        return self.inner.generate(params, split, seed, index)
-
-    def pool_size(self, params: BaseModel, split) -> int | None:
-        return self.inner.pool_size(params, split)
-
-    def make_world(self, task: Task) -> World:
-        return self.inner.make_world(task)
-
-    def score(self, task: Task, final_answer: str | None, world: World) -> dict[str, float | None]:
-        return self.inner.score(task, final_answer, world)
-
-    def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
-        return self.inner.oracle(task, messages, variant)
-
 
 def _needs_param(suite: Suite, field: str, transform: str) -> None:
     if field not in suite.Params.model_fields:
-        raise UserError(f"transform '{transform}' does not apply to suite '{suite.name}' (it has no '{field}' parameter)")
+        raise UserError(f"transform '{transform}' does not apply to suite '{suite.name}' "
+                        f"(it has no '{field}' parameter)")
 
 
 def hide_slots(suite: Suite, args: dict[str, Any]) -> Suite:

@@ -9,10 +9,10 @@ import json
 import random
 from typing import Any
 
-from pydantic import BaseModel
-
 from topoeval.core.messages import AssistantMessage, ToolCall
-from topoeval.core.suite import Effect, GoldCall, Suite, Task, ToolSpec, TopologyDescriptor, World
+from topoeval.core.suite import Effect, GoldCall, Suite, Task, ToolSpec, World
+
+from .delegate import DelegatingSuite
 
 TOOL_SYNONYMS = {
     "search": ["find_articles", "query_index", "lookup"],
@@ -48,20 +48,18 @@ DISTRACTORS = [
 ]
 
 
-class TransformedSuite(Suite):
+class TransformedSuite(DelegatingSuite):
     """``inner`` seen through a renaming of tools/arguments plus extra distractor tools."""
 
     def __init__(self, inner: Suite, tool_names: dict[str, str], arg_names: dict[str, dict[str, str]],
                  distractors: list[ToolSpec], topology_update: dict[str, Any]):
-        self.inner = inner
-        self.Params = inner.Params  # type: ignore[misc]  # a view takes its inner suite's params model
         self.tool_names = tool_names  # inner name -> outer name
         self.arg_names = arg_names  # inner tool -> {inner arg -> outer arg}
         self.distractors = {t.name: t for t in distractors}
-        self.topology_update = topology_update
         tools = [self._outer_spec(t) for t in inner.tools] + distractors
         topology = inner.manifest.topology.model_copy(update=topology_update)
-        super().__init__(inner.manifest.model_copy(update={"tools": tools, "topology": topology}), inner.folder)
+        super().__init__(inner, inner.manifest.model_copy(update={"tools": tools, "topology": topology}),
+                         topology_update)
         self._inner_tool = {v: k for k, v in tool_names.items()}
 
     # -- name mapping -------------------------------------------------------------------
@@ -120,27 +118,18 @@ class TransformedSuite(Suite):
             out.append(m)
         return out
 
-    # -- the suite contract -------------------------------------------------------------
-    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
-        return self.inner.parse_params(params)
+    # -- the suite contract (the rest is the inner suite's: DelegatingSuite) ------------
+    def outer_task(self, task: Task) -> Task:
+        return self._map_task(task, to_outer=True)
 
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+    def tools_for(self, params: Any) -> list[ToolSpec]:
         return [self._outer_spec(t) for t in self.inner.tools_for(params)] + list(self.distractors.values())
 
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
-        return self.inner.topology_for(params).model_copy(update=self.topology_update)
-
-    def system_prompt(self, params: BaseModel) -> str:
+    def system_prompt(self, params: Any) -> str:
         text = self.inner.system_prompt(params)
         for inner, outer in sorted(self.tool_names.items(), key=lambda kv: -len(kv[0])):
             text = text.replace(inner, outer)
         return text
-
-    def generate(self, params, split, seed, index) -> Task:
-        return self._map_task(self.inner.generate(params, split, seed, index), to_outer=True)
-
-    def pool_size(self, params: BaseModel, split) -> int | None:
-        return self.inner.pool_size(params, split)
 
     def make_world(self, task: Task) -> World:
         return _TransformedWorld(self, self.inner.make_world(self._map_task(task, to_outer=False)))
