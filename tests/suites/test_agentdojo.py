@@ -329,7 +329,8 @@ def test_partition_follows_the_shares():
 
 def test_more_tasks_than_the_split_holds_is_an_error_naming_its_size(suite):
     params = suite.parse_params({"domain": "banking"})
-    with pytest.raises(UserError, match=r"agentdojo banking: the test split holds 5 of the domain's 11 tasks, fewer than"):
+    with pytest.raises(UserError, match=r"agentdojo: the test split holds 5 tasks \(banking: 11 in the domain's pool\), "
+                                         r"6 were asked for — lower the task count"):
         suite.tasks(params, "test", 0, 6)
     with pytest.raises(UserError, match="holds 0"):
         suite.generate(params, "dev", 0, 0)

@@ -308,8 +308,10 @@ def test_splits_partition_scenarios_and_bad_params_are_one_line(registry):
         for other, other_ids in seen.items():
             assert not ids & other_ids, (split, other)
         seen[split] = ids
-    with pytest.raises(UserError, match="holds 99 scenarios"):
+    with pytest.raises(UserError, match=r"bfcl: the test split holds 99 tasks \(split_mode: partition\), 100 were"):
         suite.generate(p, "test", 3, 99)
+    with pytest.raises(UserError, match=r"holds 99 tasks \(split_mode: partition\), 100 were asked for"):
+        suite.tasks(p, "test", 3, 100)  # raised, never truncated
     with pytest.raises(UserError, match="holds 0"):
         suite.generate(suite.parse_params({"split_mode": "benchmark"}), "train", 0, 0)
     with pytest.raises(Exception, match="variant"):

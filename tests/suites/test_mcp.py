@@ -159,6 +159,18 @@ def test_the_git_example_is_annotated_from_the_server(mcp_suite):
         "stateful", "some_irreversible", "hidden_slots", "mixed", "mcp-git")
 
 
+def test_more_tasks_than_the_file_gives_a_split_is_one_line_not_a_shorter_list(mcp_suite):
+    params = mcp_suite.parse_params({})
+    size = mcp_suite.pool_size(params, "fewshot")
+    assert len(mcp_suite.tasks(params, "fewshot", 0, size)) == size
+    with pytest.raises(UserError, match=rf"^mcp: the fewshot split holds {size} tasks in .*tasks.yaml, {size + 1} were "
+                                        "asked for — lower the task count"):
+        mcp_suite.tasks(params, "fewshot", 0, size + 1)
+    # the file's order is its author's: another seed draws the same tasks in the same order
+    assert ([t.data["name"] for t in mcp_suite.tasks(params, "fewshot", 0, size)]
+            == [t.data["name"] for t in mcp_suite.tasks(params, "fewshot", 7, size)])
+
+
 def test_suites_command_shows_the_derived_tools(topoeval_cmd):
     proc = subprocess.run([*topoeval_cmd, "suites"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

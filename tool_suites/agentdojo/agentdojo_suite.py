@@ -16,15 +16,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from topoeval.core.errors import UserError
-from topoeval.core.gold import critical_path, dag_width
+from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets, derive_topology
 from topoeval.core.messages import AssistantMessage, final
-from topoeval.core.suite import SPLITS, GoldCall, Split, Suite, Task, ToolSpec, TopologyDescriptor, World, task_id
+from topoeval.core.suite import SPLITS, GoldCall, Split, Task, ToolSpec, TopologyDescriptor, World, task_id
 from topoeval.policies.oracle import next_calls
 
 from . import splits
 from .bridge import BENCHMARK, DOMAINS, VERSION, agentdojo_modules, load_domain
 from .overlay import load_annotations, tool_specs
-from .tasks import TaskFacts, noop_passes, task_facts, utility
+from .tasks import noop_passes, task_facts, utility
 from .world import AgentDojoWorld
 
 Domain = Literal["workspace", "travel", "banking", "slack"]
@@ -61,7 +61,7 @@ class AgentDojoParams(BaseModel):
         return {s: float(shares.get(s, 0.0)) for s in SPLITS}
 
 
-class AgentDojoSuite(Suite):
+class AgentDojoSuite(FixedPoolSuite[AgentDojoParams]):
     Params = AgentDojoParams
 
     # -- tools and topology ------------------------------------------------------------
@@ -74,50 +74,36 @@ class AgentDojoSuite(Suite):
         except UserError:
             return []
 
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
-        assert isinstance(params, AgentDojoParams)
+    def tools_for(self, params: AgentDojoParams) -> list[ToolSpec]:
         return _domain_tools(params.domain)
 
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+    def topology_for(self, params: AgentDojoParams) -> TopologyDescriptor:
         """The domain's position on the axes, from its annotations and its tasks' gold DAGs."""
-        assert isinstance(params, AgentDojoParams)
         return _domain_topology(params.domain, params.include_noop_passing)
 
-    def system_prompt(self, params: BaseModel) -> str:
+    def system_prompt(self, params: AgentDojoParams) -> str:
         return SYSTEM_PROMPT
 
-    # -- tasks -------------------------------------------------------------------------
-    def pool_size(self, params: BaseModel, split: Split) -> int | None:
-        assert isinstance(params, AgentDojoParams)
-        return len(self._block(params, split))
-
-    def _block(self, params: AgentDojoParams, split: Split) -> list[str]:
+    # -- tasks: blocks of the domain's fixed pool (:mod:`.splits`) ---------------------
+    def split_keys(self, params: AgentDojoParams, split: Split) -> list[str]:
         return _partition(params.domain, params.include_noop_passing,
                           tuple(sorted(params.split_shares.items())))[split]
 
-    def too_many(self, params: AgentDojoParams, split: str) -> str:
-        pool = len(_pool(params.domain, params.include_noop_passing))
-        return (f"agentdojo {params.domain}: the {split} split holds {len(self._block(params, split))} of the "
-                f"domain's {pool} tasks, fewer than asked (AgentDojo's tasks are a fixed set, not a generator)")
+    def order(self, params: AgentDojoParams, keys, seed: int) -> list[str]:
+        return splits.ordered(list(keys), seed)
 
-    def generate(self, params: BaseModel, split: Split, seed: int, index: int) -> Task:
-        assert isinstance(params, AgentDojoParams)
-        block = splits.ordered(self._block(params, split), seed)
-        if index >= len(block):
-            raise UserError(self.too_many(params, split))
-        facts = task_facts(params.domain)[block[index]]
+    def pool_note(self, params: AgentDojoParams, split: Split) -> str:
+        return f" ({params.domain}: {len(_pool(params.domain, params.include_noop_passing))} in the domain's pool)"
+
+    def pool_task(self, params: AgentDojoParams, split: Split, seed: int, index: int, key: str) -> Task:
+        facts = task_facts(params.domain)[key]
         annotations = load_annotations(params.domain)
         irreversible = sorted(n for n, a in annotations.tools.items() if a.effect == "irreversible")
-        targets: dict[str, list[str]] = {}
-        for node in facts.plan:
-            if node.tool in irreversible:
-                obj = annotations.tools[node.tool].object_of(node.arguments)
-                targets.setdefault(node.tool, [])
-                if obj not in targets[node.tool]:
-                    targets[node.tool].append(obj)
-        key = f"{params.domain}/{facts.user_task}"
+        targets = commit_targets(facts.plan, irreversible, lambda n: annotations.tools[n.tool].object_of(n.arguments),
+                                 unique=True)
+        digest = int(hashlib.sha256(f"{params.domain}/{facts.user_task}".encode()).hexdigest()[:8], 16)
         return Task(
-            id=task_id(self.name, split, index, int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)),
+            id=task_id(self.name, split, index, digest),
             suite=self.name,
             split=split,
             index=index,
@@ -191,18 +177,8 @@ def _partition(domain: str, include_noop_passing: bool, shares: tuple[tuple[str,
 @lru_cache(maxsize=None)
 def _domain_topology(domain: str, include_noop_passing: bool) -> TopologyDescriptor:
     annotations = load_annotations(domain)
-    facts: list[TaskFacts] = [task_facts(domain)[t] for t in _pool(domain, include_noop_passing)]
-    effects = {a.effect for a in annotations.tools.values()}
-    deep = any(critical_path(list(f.gold)) > 1 for f in facts)
-    wide = any(dag_width(list(f.gold)) > 1 for f in facts)
-    used = {n.tool for f in task_facts(domain).values() for n in f.plan}
-    return TopologyDescriptor(
-        state="stateful" if effects != {"read"} else "stateless",
-        reversibility="some_irreversible" if "irreversible" in effects else "all_reversible",
-        user="none",
-        ordering="flat",
-        dependency="mixed" if deep and wide else ("serial" if deep else "independent"),
-        schema_name=f"agentdojo-{domain}",
-        answer_channel=annotations.answer_channel,
-        distractor_tools=len(set(annotations.tools) - used),
+    return derive_topology(
+        _domain_tools(domain), [task_facts(domain)[t].gold for t in _pool(domain, include_noop_passing)],
+        schema_name=f"agentdojo-{domain}", answer_channel=annotations.answer_channel,
+        used={n.tool for f in task_facts(domain).values() for n in f.plan},
     )

@@ -18,30 +18,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from topoeval.core.annotations import ToolAnnotation, load_model_file
 from topoeval.core.errors import UserError
 from topoeval.core.suite import ToolSpec
 
 ANNOTATIONS = Path(__file__).parent / "annotations"
 
 
-class ToolAnnotation(BaseModel):
-    """topoeval's reading of one AgentDojo tool."""
+class AgentDojoTool(ToolAnnotation):
+    """topoeval's reading of one AgentDojo tool: the shared annotations (``object``: the arguments
+    naming what an irreversible call acts on, compared to the ground truth's) and the bridge's own."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    effect: Literal["read", "write", "irreversible"] = Field(description="What the call does to the world.")
-    idempotent: bool = Field(description="Calling twice with the same arguments changes nothing more.")
-    parallel_safe: bool = Field(description="May run in the same turn as other calls.")
-    needs_confirmation: bool = Field(
-        default=False, description="The user must confirm these exact arguments first (no AgentDojo world has a user)."
-    )
-    object: list[str] = Field(
-        default_factory=list,
-        description="Irreversible tools: the arguments naming what the call acts on (risk compares it to the ground truth's).",
-    )
     creates: str | None = Field(
         default=None,
         description="The argument naming an object the call brings into existence (later calls naming it depend on it).",
@@ -77,7 +66,7 @@ class DomainAnnotations(BaseModel):
         description="Where most of the domain's default tasks are judged: the answer text, or the world's state "
         "(a test checks it against AgentDojo's checks).",
     )
-    tools: dict[str, ToolAnnotation] = Field(description="Every tool of the domain, by name.")
+    tools: dict[str, AgentDojoTool] = Field(description="Every tool of the domain, by name.")
     dependencies: dict[str, dict[int, list[int]]] = Field(
         default_factory=dict,
         description="Per user task, ground-truth call index -> the earlier indices it depends on (replaces the derived ones).",
@@ -86,15 +75,7 @@ class DomainAnnotations(BaseModel):
 
 @lru_cache(maxsize=None)
 def load_annotations(domain: str) -> DomainAnnotations:
-    path = ANNOTATIONS / f"{domain}.yaml"
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return DomainAnnotations.model_validate(raw)
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UserError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    return load_model_file(ANNOTATIONS / f"{domain}.yaml", DomainAnnotations)
 
 
 def tool_specs(functions: list[Any], annotations: DomainAnnotations) -> list[ToolSpec]:
@@ -109,7 +90,5 @@ def tool_specs(functions: list[Any], annotations: DomainAnnotations) -> list[Too
         a = annotations.tools[f.name]
         schema = f.parameters.model_json_schema()
         schema.pop("title", None)
-        out.append(ToolSpec(name=f.name, description=f.description, parameters=schema, effect=a.effect,
-                            idempotent=a.idempotent, parallel_safe=a.parallel_safe,
-                            needs_confirmation=a.needs_confirmation))
+        out.append(a.spec(f.name, f.description, schema))
     return out

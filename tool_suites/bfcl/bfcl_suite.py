@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, final
-from topoeval.core.suite import Effect, Instruction, Suite, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
+from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets
+from topoeval.core.suite import Effect, Instruction, Split, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
 from topoeval.policies.oracle import next_calls
 
 from . import data
@@ -107,7 +107,7 @@ def reveal_turns(row: dict[str, Any]) -> dict[int, list[str]]:
     return out
 
 
-class BfclSuite(Suite):
+class BfclSuite(FixedPoolSuite[BfclParams]):
     Params = BfclParams
 
     def __init__(self, manifest, folder: str | None = None):
@@ -116,13 +116,11 @@ class BfclSuite(Suite):
         super().__init__(manifest, folder)
 
     # -- topology -------------------------------------------------------------------------------
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
-        assert isinstance(params, BfclParams)
+    def tools_for(self, params: BfclParams) -> list[ToolSpec]:
         data.require_bfcl()
         return [t for t in data.tool_specs() if data.tool_class(t.name) in params.classes]
 
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
-        assert isinstance(params, BfclParams)
+    def topology_for(self, params: BfclParams) -> TopologyDescriptor:
         update: dict[str, Any] = {}
         if all(t.effect != Effect.irreversible for t in self.tools_for(params)):
             update["reversibility"] = "all_reversible"
@@ -130,31 +128,24 @@ class BfclSuite(Suite):
             update["schema_name"] = f"{self.manifest.topology.schema_name}:{'+'.join(params.classes)}"
         return self.manifest.topology.model_copy(update=update)
 
-    def system_prompt(self, params: BaseModel) -> str:
+    def system_prompt(self, params: BfclParams) -> str:
         return SYSTEM_PROMPT
 
-    # -- tasks ----------------------------------------------------------------------------------
-    def pool_size(self, params: BaseModel, split) -> int | None:
-        """Scenarios in ``split`` under these parameters (a protocol asking for more is rejected)."""
-        assert isinstance(params, BfclParams)
+    # -- tasks: scenario numbers of a fixed pool, ordered by the seed ---------------------------
+    def split_keys(self, params: BfclParams, split: Split) -> tuple[int, ...]:
         data.require_bfcl()
-        return len(_split_pool(split, params.split_mode, tuple(params.classes)))
+        return _split_pool(split, params.split_mode, tuple(params.classes))
 
-    def generate(self, params: BaseModel, split, seed: int, index: int) -> Task:
-        assert isinstance(params, BfclParams)
-        data.require_bfcl()
-        pool = _split_pool(split, params.split_mode, tuple(params.classes))
-        if index >= len(pool):
-            where = "" if len(params.classes) == len(data.CLASSES) else f" over classes {', '.join(params.classes)}"
-            raise UserError(f"the bfcl {split} split holds {len(pool)} scenarios{where} (split_mode: "
-                            f"{params.split_mode}); task {index} was asked for — lower the task count")
-        order = sorted(pool, key=lambda n: hashlib.sha256(f"{seed}:{n}".encode()).digest())
-        number = order[index]
-        row = data.scenarios(params.variant)[number]
-        assert row["id"].endswith(f"_{number}"), row["id"]
-        return self._task(params, split, index, seed, number, row)
+    def pool_note(self, params: BfclParams, split: Split) -> str:
+        where = "" if len(params.classes) == len(data.CLASSES) else f", classes {', '.join(params.classes)}"
+        return f" (split_mode: {params.split_mode}{where})"
 
-    def _task(self, params: BfclParams, split, index: int, seed: int, number: int, row: dict[str, Any]) -> Task:
+    def pool_task(self, params: BfclParams, split: Split, seed: int, index: int, key: int) -> Task:
+        row = data.scenarios(params.variant)[key]
+        assert row["id"].endswith(f"_{key}"), row["id"]
+        return self._task(params, split, index, seed, key, row)
+
+    def _task(self, params: BfclParams, split: Split, index: int, seed: int, number: int, row: dict[str, Any]) -> Task:
         offered = {t.name: t for t in self.tools_for(params)}
         missed = reveal_turns(row)
         later = {name for names in missed.values() for name in names}
@@ -173,11 +164,8 @@ class BfclSuite(Suite):
         }
         classes = {name: data.tool_class(name) or "" for name in offered}
         gold = gold_dag(task_data, offered, classes, said)
-        irreversible = sorted({g.tool for g in gold if offered[g.tool].effect == Effect.irreversible})
-        targets: dict[str, list[str]] = {}
-        for g in gold:
-            if g.tool in irreversible:
-                targets.setdefault(g.tool, []).append(commit_object(g.tool, g.arguments))
+        irreversible = sorted(n for n, t in offered.items() if t.effect == Effect.irreversible)
+        targets = commit_targets(gold, irreversible, lambda g: commit_object(g.tool, g.arguments))
         s = task_seed(self.name, params, split, seed, number)
         return Task(
             id=task_id(self.name, split, index, s),
@@ -190,7 +178,7 @@ class BfclSuite(Suite):
                           for i, text in enumerate(turns) if i > 0],
             withheld_tools=withheld,
             gold=gold,
-            irreversible_tools=sorted(n for n, t in offered.items() if t.effect == Effect.irreversible),
+            irreversible_tools=irreversible,
             commit_targets=targets,
             data=task_data,
         )

@@ -20,8 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
+from topoeval.core.annotations import ToolAnnotation, load_model_file
 from topoeval.core.errors import UserError
 from topoeval.core.suite import ToolSpec
 
@@ -124,12 +125,28 @@ def json_schema(bfcl: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class BfclTool(ToolAnnotation):
+    """topoeval's annotations of one BFCL tool (the shared ones, plus the rare ``argument_types``)."""
+
+    argument_types: dict[str, Any] = Field(
+        default_factory=dict, description="Parameter -> the JSON type(s) BFCL's own ground truth passes it."
+    )
+
+
+class BfclAnnotations(BaseModel):
+    """``annotations.yaml``: per API class, per tool, its annotations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    classes: dict[str, dict[str, BfclTool]] = Field(description="API class -> tool name -> annotations.")
+
+
 @cache
-def annotations() -> dict[str, dict[str, Any]]:
+def annotations() -> dict[str, BfclTool]:
     """The overlay: per tool, effect / idempotent / parallel_safe / needs_confirmation (and, rarely,
     ``argument_types`` widening a parameter's type to what BFCL's own ground truth passes)."""
-    raw = yaml.safe_load(ANNOTATIONS.read_text(encoding="utf-8"))
-    return {name: values for group in raw["classes"].values() for name, values in group.items()}
+    raw = load_model_file(ANNOTATIONS, BfclAnnotations)
+    return {name: values for group in raw.classes.values() for name, values in group.items()}
 
 
 @cache
@@ -157,10 +174,9 @@ def tool_specs() -> tuple[ToolSpec, ...]:
     for name, (_, doc) in docs.items():
         params = json_schema(doc["parameters"])
         params.setdefault("properties", {})
-        note = dict(notes[name])
-        for arg, types in note.pop("argument_types", {}).items():
+        for arg, types in notes[name].argument_types.items():
             params["properties"][arg]["type"] = types
-        specs.append(ToolSpec(name=name, description=doc["description"], parameters=params, **note))
+        specs.append(notes[name].spec(name, doc["description"], params))
     return tuple(specs)
 
 

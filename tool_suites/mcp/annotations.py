@@ -21,9 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from topoeval.core.annotations import ArgNames, load_model_file
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Effect, ToolSpec
 
@@ -42,10 +42,10 @@ class ToolOverlay(BaseModel):
     needs_confirmation: bool | None = Field(
         default=None, description="The user must confirm the call's object (see `object`) before it.")
     description: str | None = Field(default=None, description="Replaces the server's description shown to the model.")
-    object: str | None = Field(
-        default=None,
-        description="Argument whose value names what an irreversible call acts on (risk metric, confirmations); "
-        "default: the tool's name.",
+    object: ArgNames = Field(
+        default_factory=list, max_length=1,
+        description="The argument whose value names what an irreversible call acts on (risk metric, confirmations); "
+        "default: the tool's name. The shared annotation field (one name, or a list of one here).",
     )
 
 
@@ -67,16 +67,7 @@ class Overlay(BaseModel):
 
 def load_overlay(path: Path | None) -> Overlay:
     """The overlay at ``path`` (an empty one for None); one-line errors."""
-    if path is None:
-        return Overlay()
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return Overlay.model_validate(raw)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read the overlay: {exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    return Overlay() if path is None else load_model_file(path, Overlay, what=" the overlay", error=ValueError)
 
 
 def mapped(tool: Any) -> dict[str, Any]:
@@ -135,7 +126,7 @@ def tool_specs(listing: list[Any], overlay: Overlay, *, with_user: bool, source:
             **ann,
         ))
         if over.object:
-            objects[tool.name] = over.object
+            objects[tool.name] = over.object[0]
     if with_user and ASK_USER not in names:
         specs.append(ask_user_spec())
     return specs, objects

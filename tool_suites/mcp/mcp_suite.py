@@ -5,7 +5,8 @@ annotation overlay (:mod:`.params`). Tools and their annotations come from the s
 listing, mapped and overlaid (:mod:`.annotations`); the topology descriptor is derived from them
 and from the tasks. Every episode gets a fresh scratch folder built from its task's fixture and a
 fresh server on it (:mod:`.world`); concurrent episodes never share one. Tasks come from the file
-in file order, per split (a fixed set: ``pool_size``; asked for more, ``tasks`` gives them all).
+in file order, per split (a fixed set: :class:`~topoeval.core.fixed_pool.FixedPoolSuite`; asked for
+more than a split holds is an error naming its size; the seed enters only the task ids).
 
 Subclass :class:`McpSuite` and set ``default_params`` to give another server its own suite name
 (a suite folder or an entry point): transforms that read a suite's tool list before its parameters
@@ -21,13 +22,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from topoeval.core.errors import UserError
-from topoeval.core.gold import critical_path, dag_width
+from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets, derive_topology
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.suite import (
-    Effect, Split, Suite, SuiteManifest, Task, ToolSpec, TopologyDescriptor, World, WorldError, task_id, task_seed,
+    Effect, Split, SuiteManifest, Task, ToolSpec, TopologyDescriptor, World, WorldError, task_id, task_seed,
 )
 
 from . import oracle as oracles
@@ -68,10 +69,12 @@ def list_server_tools(params: McpParams) -> list[Any]:
     return _LISTINGS[key]
 
 
-class McpSuite(Suite):
+class McpSuite(FixedPoolSuite[McpParams]):
     """See the module docstring."""
 
     Params = McpParams
+    #: The task file's order is its author's: the seed enters only the task ids.
+    seed_orders = False
     #: Parameters of a topology that gives none (empty: the shipped mcp-server-git example).
     default_params: ClassVar[dict[str, Any]] = {}
 
@@ -102,7 +105,7 @@ class McpSuite(Suite):
     def name(self) -> str:
         return self._declared.name
 
-    def parse_params(self, params: dict[str, Any] | None) -> BaseModel:
+    def parse_params(self, params: dict[str, Any] | None) -> McpParams:
         return McpParams.model_validate(params or self.default_params)
 
     # -- tools and topology --------------------------------------------------------------
@@ -119,14 +122,12 @@ class McpSuite(Suite):
         bind = {t.name: sorted(set(overlay.bind) & set((t.input_schema or {}).get("properties") or {})) for t in listing}
         return specs, objects, bind
 
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
-        assert isinstance(params, McpParams)
+    def tools_for(self, params: McpParams) -> list[ToolSpec]:
         return self._annotated(params)[0]
 
-    def task_problems(self, params: BaseModel) -> list[str]:
+    def task_problems(self, params: McpParams) -> list[str]:
         """A gold call or a check naming a tool the topology does not offer (misspelled, hidden by
         the overlay, or ``ask_user`` where no task has anything to ask): one line per mistake."""
-        assert isinstance(params, McpParams)
         offered = sorted(t.name for t in self.tools_for(params))
         served = {t.name for t in list_server_tools(params)}
         out = []
@@ -145,59 +146,38 @@ class McpSuite(Suite):
                            f"{hint if tool != ASK_USER else ''}")
         return out
 
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
+    def topology_for(self, params: McpParams) -> TopologyDescriptor:
         """Derived: state and reversibility from the tools' effects, the user from hidden slots, the
         dependency shape from the gold plans, distractors = tools no gold plan uses."""
-        assert isinstance(params, McpParams)
-        tools = self.tools_for(params)
         tf = params.task_file()
         golds = [t.gold for t in tf.tasks if t.gold]
-        deep = any(critical_path(g) >= 2 for g in golds)
-        wide = any(dag_width(g) >= 2 for g in golds)
-        used = {c.tool for g in golds for c in g}
-        derived = {
-            "state": "stateful" if any(t.effect != Effect.read for t in tools) else "stateless",
-            "reversibility": "some_irreversible" if any(t.effect == Effect.irreversible for t in tools) else "all_reversible",
-            "user": "hidden_slots" if any(t.hidden for t in tf.tasks) else "none",
-            "ordering": "flat",
-            "dependency": "mixed" if deep and wide else ("serial" if deep else "independent"),
-            "schema_name": f"mcp-{tf.name}",
-            "answer_channel": "state" if any(t.checks for t in tf.tasks) else "text",
-            "distractor_tools": sum(1 for t in tools if t.name not in used and not t.user_channel),
-        }
-        return TopologyDescriptor.model_validate({**derived, **params.overlay_file().topology})
+        return derive_topology(
+            self.tools_for(params), golds, schema_name=f"mcp-{tf.name}",
+            answer_channel="state" if any(t.checks for t in tf.tasks) else "text",
+            used={c.tool for g in golds for c in g}, user="hidden_slots" if any(t.hidden for t in tf.tasks) else "none",
+            overrides=params.overlay_file().topology,
+        )
 
-    def system_prompt(self, params: BaseModel) -> str:
+    def system_prompt(self, params: McpParams) -> str:
         text = super().system_prompt(params)
         if any(t.name == ASK_USER for t in self.tools_for(params)):
             text += (" Ask the user (ask_user) for details only they know. Before an action that needs the user's"
                      " confirmation, ask them to confirm it and quote exactly what you will do.")
         return text
 
-    # -- tasks ---------------------------------------------------------------------------
-    def tasks(self, params: BaseModel, split: Split, seed: int, n: int) -> list[Task]:
-        assert isinstance(params, McpParams)
-        return [self.generate(params, split, seed, i) for i in range(min(n, len(params.task_file().split(split))))]
+    # -- tasks: the file's tasks of a split, in file order ----------------------------
+    def split_keys(self, params: McpParams, split: Split) -> range:
+        return range(len(params.task_file().split(split)))
 
-    def pool_size(self, params: BaseModel, split: Split) -> int | None:
-        """The task file is a fixed set: a split holds as many tasks as the file gives it."""
-        assert isinstance(params, McpParams)
-        return len(params.task_file().split(split))
+    def pool_note(self, params: McpParams, split: Split) -> str:
+        return f" in {params.tasks}"
 
-    def generate(self, params: BaseModel, split: Split, seed: int, index: int) -> Task:
-        """Task ``index`` of ``split`` in file order (``seed`` only enters the task id)."""
-        assert isinstance(params, McpParams)
+    def pool_task(self, params: McpParams, split: Split, seed: int, index: int, key: int) -> Task:
         tf = params.task_file()
-        pool = tf.split(split)
-        if not 0 <= index < len(pool):
-            raise UserError(f"{params.tasks}: the {split} split has {len(pool)} tasks, task {index} was asked for")
-        spec = pool[index]
+        spec = tf.split(split)[key]
         tools, objects, bind = self._annotated(params)
         irreversible = [t.name for t in tools if t.effect == Effect.irreversible]
-        targets: dict[str, list[str]] = {}
-        for g in spec.gold:
-            if g.tool in irreversible:
-                targets.setdefault(g.tool, []).append(commit_object(g.tool, g.arguments, objects.get(g.tool)))
+        targets = commit_targets(spec.gold, irreversible, lambda g: commit_object(g.tool, g.arguments, objects.get(g.tool)))
         overlay = params.overlay_file()
         s = task_seed(self.name, params, split, seed, index)
         return Task(

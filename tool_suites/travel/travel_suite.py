@@ -104,17 +104,15 @@ def system_prompt(p: TravelParams) -> str:
 SYSTEM_PROMPT = system_prompt(TravelParams())
 
 
-class TravelSuite(Suite):
+class TravelSuite(Suite[TravelParams]):
     Params = TravelParams
 
-    def system_prompt(self, params: BaseModel) -> str:
-        assert isinstance(params, TravelParams)
+    def system_prompt(self, params: TravelParams) -> str:
         return system_prompt(params)
 
-    def tools_for(self, params: BaseModel) -> list[ToolSpec]:
+    def tools_for(self, params: TravelParams) -> list[ToolSpec]:
         """hold_seat/release_hold/pay or book; ask_user only when there is something to ask or confirm;
         irreversible tools become plain writes when payments are refundable."""
-        assert isinstance(params, TravelParams)
         drop = {"hold_seat", "release_hold", "pay"} if params.booking == "direct" else {"book"}
         if not params.user and params.refundable:
             drop.add("ask_user")
@@ -128,8 +126,7 @@ class TravelSuite(Suite):
             out.append(t)
         return out
 
-    def topology_for(self, params: BaseModel) -> TopologyDescriptor:
-        assert isinstance(params, TravelParams)
+    def topology_for(self, params: TravelParams) -> TopologyDescriptor:
         update: dict[str, Any] = {}
         if params.refundable:
             update["reversibility"] = "all_reversible"

@@ -64,10 +64,10 @@ SYSTEM_PROMPT = (
 )
 
 
-class WikiSuite(Suite):
+class WikiSuite(Suite[WikiParams]):
     Params = WikiParams
 
-    def system_prompt(self, params: BaseModel) -> str:
+    def system_prompt(self, params: WikiParams) -> str:
         return SYSTEM_PROMPT
 
     def generate(self, params: WikiParams, split, seed: int, index: int) -> Task:

@@ -122,16 +122,16 @@ def load_suite_folder(folder: str | Path) -> Suite:
         raise UserError(f"{manifest_path}: {loc}: {first['msg']}") from None
     if manifest.name != folder.name:
         raise UserError(f"{manifest_path}: name '{manifest.name}' differs from its folder '{folder.name}'")
-    module_file, _, class_name = manifest.world.partition(":")
+    module_file, _, class_name = manifest.suite.partition(":")
     package = _import_folder_as_package(folder, manifest.name)
     module_name = f"{package}.{Path(module_file).stem}"
     try:
         module = importlib.import_module(module_name)
         cls = getattr(module, class_name)
     except (ImportError, AttributeError) as exc:
-        raise UserError(f"{manifest_path}: world '{manifest.world}' cannot be loaded: {exc}") from None
+        raise UserError(f"{manifest_path}: suite '{manifest.suite}' cannot be loaded: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, Suite)):
-        raise UserError(f"{manifest_path}: world '{manifest.world}' is not a topoeval.core.suite.Suite subclass")
+        raise UserError(f"{manifest_path}: suite '{manifest.suite}' is not a topoeval.core.suite.Suite subclass")
     return cls(manifest, str(folder))
 
 
