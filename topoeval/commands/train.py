@@ -76,14 +76,16 @@ def train(
     from topoeval.training.sft import train as run_training
 
     cfg = TrainConfig(protocol=protocol, n=n or 300, epochs=epochs, max_steps=max_steps,
-                      data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name, base=base, save_steps=save_steps or 25,
-                      threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run)
+                      data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name,
+                      base=base, save_steps=save_steps or 25, threads=threads, out_dir=out_dir, work_dir=work_dir,
+                      fresh=fresh, dry_run=dry_run)
     result = run_training(cfg, command)
     rec = result.record
     if dry_run:
         t = rec["tokens"]
         typer.echo(f"{result.name}: {t['conversations']} conversations (data sha256 {rec['data']['sha256'][:12]}); "
-                   f"tokens per conversation {t['shortest']}..{t['longest']} (median {t['median']}), {t['total']} in all, "
+                   f"tokens per conversation {t['shortest']}..{t['longest']} (median {t['median']}), "
+                   f"{t['total']} in all, "
                    f"{t['assistant']} of them learned (assistant turns)")
         return
     first = rec["loss_curve"][0]["loss"] if rec["loss_curve"] else None
@@ -117,4 +119,5 @@ def report_training(path: Path) -> None:
     typer.echo(diagnostics_table(curve, every=max(1, len(curve) // 20)))
     s = summary(curve)
     typer.echo(f"reward {s.get('reward_first')} -> {s.get('reward_last')}, "
-               f"zero-std group share {s.get('zero_std_share')}, last KL {s.get('kl_last')}; wrote " + ", ".join(p.name for p in written))
+               f"zero-std group share {s.get('zero_std_share')}, last KL {s.get('kl_last')}; wrote "
+               + ", ".join(p.name for p in written))

@@ -41,7 +41,8 @@ try:
     from openenv.core import Action, EnvClient, Environment, Observation, State, create_app
     from openenv.core.client_types import StepResult
 except ImportError:
-    raise UserError("topoeval.integrations.openenv needs the 'openenv' extra: pip install 'topoeval[openenv]'") from None
+    raise UserError(
+        "topoeval.integrations.openenv needs the 'openenv' extra: pip install 'topoeval[openenv]'") from None
 
 ENV_NAME = "topoeval"
 
@@ -157,7 +158,8 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
         if self._episode is not None:
             self._episode.close()
 
-    def _observation(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> TopoevalObservation:
+    def _observation(self, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None = None) -> TopoevalObservation:
         ep, tasks = self._episode, self._tasks
         assert ep is not None and tasks is not None
         scores, reward = None, 0.0

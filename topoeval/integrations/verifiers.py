@@ -27,8 +27,9 @@ module, so the taskset's id is ``topoeval-verifiers`` (the :mod:`topoeval_verifi
   where the dimension does not apply) and the episode's counts (``topoeval_tool_calls``, ...). The
   trace's assistant messages are replayed against a fresh world of the task, so the numbers equal
   ``topoeval run``'s for the same messages — the protocol's turn and tool-call limits included (a
-  ``@vf.stop`` also ends the rollout at ``max_turns``). The live MCP results a model sees match topoeval's except for arguments outside a tool's
-  schema (MCP drops them before the call; the replay judges them as topoeval does).
+  ``@vf.stop`` also ends the rollout at ``max_turns``). The live MCP results a model sees match
+  topoeval's except for arguments outside a tool's schema (MCP drops them before the call; the replay
+  judges them as topoeval does).
 
 The classic verifiers 0.3 ``MultiTurnEnv`` adapter is retired: 0.4 removed that API, 0.3 needs
 ``mcp<2`` (which the main environment's MCP bridge and 0.4 both exceed), and framework-agnostic

@@ -160,7 +160,8 @@ def _md_tables_to_html(markdown: str) -> str:
         if line.startswith("## "):
             out.append(f"<h2>{html.escape(line[3:])}</h2>")
         elif line.strip() and not line.startswith("# "):
-            out.append(f'<p class="warn">{_inline(line)}</p>' if line.startswith("**Incomplete") else f"<p>{_inline(line)}</p>")
+            out.append(f'<p class="warn">{_inline(line)}</p>' if line.startswith("**Incomplete")
+                       else f"<p>{_inline(line)}</p>")
     if in_table:
         out.append("</table></div>")
     return "\n".join(out)

@@ -48,7 +48,8 @@ def render_report_md(summary: dict[str, Any]) -> str:
     if any(c.get("n_errors") for c in cells):
         lines += ["", f"**Incomplete.** {INCOMPLETE_NOTE}"]
     lines += ["", "## Decision quality (mean over the tasks where it applies, n)", "",
-              _row(["model", "baseline", "metric", *(f"{t} ({r})" for t, r in topos)]), _row(["---"] * (3 + len(topos)))]
+              _row(["model", "baseline", "metric", *(f"{t} ({r})" for t, r in topos)]),
+              _row(["---"] * (3 + len(topos)))]
     for (model, baseline), per in by_key.items():
         for metric in ("success", *QUALITY):
             vals = []
@@ -60,8 +61,9 @@ def render_report_md(summary: dict[str, Any]) -> str:
     lines += user_md(cells)
     collapse = summary.get("collapse") or []
     if collapse:
-        lines += ["", "## Collapse", "", _row(["model", "baseline", "S_id", "topology", "S_ood", "transfer ratio", "gap",
-                                                "few-shot recovery", "falls most"]), _row(["---"] * 9)]
+        lines += ["", "## Collapse", "",
+                  _row(["model", "baseline", "S_id", "topology", "S_ood", "transfer ratio", "gap",
+                        "few-shot recovery", "falls most"]), _row(["---"] * 9)]
         for e in collapse:
             for t, s in e["S_ood"].items():
                 rec = (e.get("fewshot_recovery") or {}).get(t)
@@ -70,8 +72,10 @@ def render_report_md(summary: dict[str, Any]) -> str:
                                    _f(e["gap"][t]), _f(rec), worst]))
     ladders = summary.get("ladder") or []
     if ladders:
-        steps = [p["topology"] + (f" ({p['axis']})" if p["axis"] else "") for p in ladders[0]["metrics"]["success"]["curve"]]
-        lines += ["", "## Ladder", "", _row(["model", "baseline", "metric", *steps, "shape", "breaking axis", "loss by axis"]),
+        steps = [p["topology"] + (f" ({p['axis']})" if p["axis"] else "")
+                 for p in ladders[0]["metrics"]["success"]["curve"]]
+        lines += ["", "## Ladder", "",
+                  _row(["model", "baseline", "metric", *steps, "shape", "breaking axis", "loss by axis"]),
                   _row(["---"] * (6 + len(steps)))]
         for e in ladders:
             for metric, m in e["metrics"].items():
@@ -92,8 +96,8 @@ def diagnostics_md(cells: list[dict[str, Any]]) -> list[str]:
            "k = samples per task. Zero-signal: share of tasks whose k samples all got the same success (no "
            "group-relative RL gradient). Diversity: distinct tool-call sequences / k. Calls, invalid and redundant: "
            "per episode. Tokens: mean completion tokens of successful / failed episodes.", "",
-           _row(["model", "baseline", "topology", "k", "zero-signal", "pass@k − pass@1", "diversity", "calls", "invalid",
-                 "redundant", "tokens (success)", "tokens (failure)"]), _row(["---"] * 12)]
+           _row(["model", "baseline", "topology", "k", "zero-signal", "pass@k − pass@1", "diversity", "calls",
+                 "invalid", "redundant", "tokens (success)", "tokens (failure)"]), _row(["---"] * 12)]
     for c in rows:
         d = c["diagnostics"]
         tokens = d["completion_tokens"]

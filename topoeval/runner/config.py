@@ -102,7 +102,8 @@ class RunConfig(BaseModel):
         unknown = [k for k in settings if k not in cls.model_fields]
         if unknown:
             hint = difflib.get_close_matches(unknown[0], list(cls.model_fields), n=1)
-            raise UserError(f"run_protocol() has no setting '{unknown[0]}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+            raise UserError(f"run_protocol() has no setting '{unknown[0]}'"
+                            + (f" (did you mean '{hint[0]}'?)" if hint else "")
                             + f"; settings: {', '.join(k for k in cls.model_fields if k != 'protocol')}")
         try:
             return cls(protocol=protocol, **{k: v for k, v in settings.items() if v is not None})
@@ -164,7 +165,8 @@ def model_identity(policy: Policy) -> dict[str, Any]:
     return out
 
 
-def run_identity(config: RunConfig, protocol: Protocol, p_hash: str, t_hash: str, policies: list[Policy]) -> dict[str, Any]:
+def run_identity(config: RunConfig, protocol: Protocol, p_hash: str, t_hash: str,
+                 policies: list[Policy]) -> dict[str, Any]:
     """The run's identity (module docstring): run.json's ``identity``, hashed into the run id."""
     return {"protocol_sha256": p_hash, "task_set_sha256": t_hash, "settings": config.settings(protocol),
             "models": {p.name: model_identity(p) for p in policies}}
@@ -211,8 +213,8 @@ def check_identity(run_dir: Path, before: dict[str, Any] | None, now: dict[str, 
             if old.get(part) != mine.get(part):
                 was, new = _short(old.get(part)), _short(mine.get(part))
                 if part == "weights":
-                    raise UserError(f"{where} other weights for '{name}' ({was}, now {new.removeprefix('sha256 ')}: the "
-                                    f"adapter was retrained); {fix}")
+                    raise UserError(f"{where} other weights for '{name}' ({was}, now "
+                                    f"{new.removeprefix('sha256 ')}: the adapter was retrained); {fix}")
                 raise UserError(f"{where} another {part} for '{name}' ({was}, now {new}); {fix}")
 
 

@@ -114,7 +114,8 @@ def prompt_rows(n: int) -> list[dict[str, Any]]:
     return [{"prompt": [{"role": "user", "content": f"train task {i}", "task_index": i}]} for i in range(n)]
 
 
-def episode_reward(prompts: Any = None, completions: Any = None, episode_reward: list | None = None, **_: Any) -> list[float | None]:
+def episode_reward(prompts: Any = None, completions: Any = None, episode_reward: list | None = None,
+                   **_: Any) -> list[float | None]:
     """TRL reward function: the env's score of each finished episode (computed in the rollout)."""
     return list(episode_reward or [])
 
@@ -150,7 +151,8 @@ def train_grpo(cfg: GrpoConfig, command: str = "", callbacks: list | None = None
         elif previous.get("identity") != _hash(identity):
             raise UserError(f"{work} holds checkpoints of a different training (data or settings changed); "
                             "rerun with --fresh to discard them")
-    state_path.write_text(json.dumps({"identity": _hash(identity), "method": "grpo", "config": identity}, indent=1) + "\n")
+    state = {"identity": _hash(identity), "method": "grpo", "config": identity}
+    state_path.write_text(json.dumps(state, indent=1) + "\n")
     started = time.perf_counter()
     return _fit(cfg, protocol, protocol_hash(protocol), topology, name, init, work, out_dir, data, command, started,
                 callbacks)
@@ -168,7 +170,8 @@ def _policy(cfg: GrpoConfig, base: Any, init: Path | None) -> tuple[Any, Any]:
 
     _, alpha, rank = gguf_lora(init)
     if rank != cfg.lora_r or int(alpha) != cfg.lora_alpha:
-        raise UserError(f"--init {init.name}: rank {rank} / alpha {alpha:g}, but --lora-r {cfg.lora_r} / alpha {cfg.lora_alpha}")
+        raise UserError(f"--init {init.name}: rank {rank} / alpha {alpha:g}, "
+                        f"but --lora-r {cfg.lora_r} / alpha {cfg.lora_alpha}")
     model = get_peft_model(base.model, lora)
     load_into_peft(model, init)
     return model, None  # TRL copies the loaded adapter as the frozen KL reference ("ref")

@@ -191,7 +191,8 @@ def _dry_run(cfg: TrainConfig, name: str, work: Path, out_dir: Path, rows: list[
 
     tokenizer = load_tokenizer(cfg.base)
     tokenizer.chat_template = chat_template()
-    record = {"model": name, "dry_run": True, "data": data, "tokens": token_stats(tokenize(rows, tokenizer, cfg.max_length))}
+    record = {"model": name, "dry_run": True, "data": data,
+              "tokens": token_stats(tokenize(rows, tokenizer, cfg.max_length))}
     return TrainResult(name=name, adapter_dir=work / "adapter", record=record, record_path=out_dir / f"{name}.json")
 
 
