@@ -27,7 +27,8 @@ from typing import Any
 KEYS = {
     "reward": "reward", "reward_std": "reward_std", "zero_std_share": "frac_reward_zero_std", "kl": "kl",
     "entropy": "entropy", "clip_fraction": "clip_ratio/region_mean", "completion_tokens": "completions/mean_length",
-    "tool_calls": "tools/tool_calls", "invalid_calls": "tools/invalid_calls", "redundant_calls": "tools/redundant_calls",
+    "tool_calls": "tools/tool_calls", "invalid_calls": "tools/invalid_calls",
+    "redundant_calls": "tools/redundant_calls",
     "success": "episode/success", "dq": "episode/dq", "turns": "episode/turns", "loss": "loss", "step_s": "step_time",
     "rollout_s": "timing/rollout_s",
 }
@@ -136,8 +137,9 @@ def training_report(record: dict[str, Any], out_dir: str | Path) -> list[Path]:
     s = summary(curve)
     cfg = record.get("config", {})
     md = [f"# {name}: GRPO on {record.get('train_topology')} ({record.get('protocol')})", "",
-          f"init `{record.get('init', {}).get('kind')}`, reward `{record.get('reward')}`, {record.get('steps')} steps of "
-          f"{record.get('rollouts_per_step')} rollouts (group size {cfg.get('num_generations')}), beta {cfg.get('beta')}, "
+          f"init `{record.get('init', {}).get('kind')}`, reward `{record.get('reward')}`, "
+          f"{record.get('steps')} steps of {record.get('rollouts_per_step')} rollouts "
+          f"(group size {cfg.get('num_generations')}), beta {cfg.get('beta')}, "
           f"temperature {cfg.get('temperature')}, learning rate {cfg.get('learning_rate')}; "
           f"{record.get('seconds', {}).get('per_step')} s a step.", "",
           "reward first → last (5-step means): " f"{s.get('reward_first')} → {s.get('reward_last')}; "

@@ -72,7 +72,8 @@ def export_rows(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], s
 def _suite_protocol(suite: str, split: str, n: int | None, seed: int) -> Protocol:
     """A one-topology protocol around a bare suite (``topoeval export SUITE``)."""
     if n is None:
-        raise UserError(f"exporting the suite '{suite}' needs a task count, n (topoeval export --tasks); a protocol would give it")
+        raise UserError(f"exporting the suite '{suite}' needs a task count, n (topoeval export --tasks); "
+                        "a protocol would give it")
     spec = {"name": suite, "suite": suite}
     return Protocol.model_validate({"name": f"suite-{suite}", "train": spec, "test": [{**spec, "role": "id"}],
                                     "tasks": {"test": {"n": 1}, split: {"n": n, "seed": seed}}})

@@ -52,7 +52,8 @@ class SftData:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     tasks: list[Task] = field(default_factory=list)
-    #: source -> {"episodes": seen, "kept": successful conversations, "failed": not successful, "tools_change": left out}
+    #: source -> {"episodes": seen, "kept": successful conversations, "failed": not successful,
+    #: "tools_change": left out}
     sources: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, other: SftData) -> None:
@@ -116,7 +117,8 @@ async def policy_conversations(protocol: Protocol, topo: ResolvedTopology, tasks
     pol = make_policy(policy, model_options)
     source = "oracle" if policy == "oracle" else f"policy:{getattr(pol, 'name', policy)}"
     s = protocol.sampling
-    sampling = SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=protocol.limits.max_tokens, seed=s.seed)
+    sampling = SamplingParams(temperature=s.temperature, top_p=s.top_p, max_tokens=protocol.limits.max_tokens,
+                              seed=s.seed)
     gate = asyncio.Semaphore(max(1, getattr(pol, "concurrency", 1)))
     counts = {"episodes": 0, "kept": 0, "failed": 0, "tools_change": 0}
     out = SftData(sources={source: counts})
@@ -217,7 +219,8 @@ def data_sha256(rows: list[dict[str, Any]]) -> str:
 
 def export_sft(protocol: Any, out: str | Path, *, split: str = "train", n: int | None = None,
                topology: str | None = None, seed: int = 0, policy: str | None = "oracle",
-               from_runs: list | tuple = (), suites_dirs: list | tuple = (), model_options: Any = None) -> dict[str, Any]:
+               from_runs: list | tuple = (), suites_dirs: list | tuple = (),
+               model_options: Any = None) -> dict[str, Any]:
     """Write ``sft.parquet`` and the manifest to ``out``; returns the manifest.
 
     ``policy`` (default the oracle; None for none) is run on ``n`` tasks of the split; each
