@@ -36,7 +36,8 @@ def batch_spec(spec: ToolSpec) -> ToolSpec:
     return ToolSpec(
         name=spec.name + BATCH_SUFFIX,
         description=f"Several independent {spec.name} look-ups in one call; returns one result per request, in order.",
-        parameters={"type": "object", "properties": {"requests": {"type": "array", "items": spec.parameters, "minItems": 1}},
+        parameters={"type": "object",
+                    "properties": {"requests": {"type": "array", "items": spec.parameters, "minItems": 1}},
                     "required": ["requests"], "additionalProperties": False},
         effect=Effect.read, idempotent=spec.idempotent, parallel_safe=True,
     )
@@ -76,7 +77,8 @@ class BatchSuite(SuiteView):
 
         return task.model_copy(update={
             "withheld_tools": with_batches(task.withheld_tools),
-            "instructions": [i.model_copy(update={"tools_added": with_batches(i.tools_added)}) for i in task.instructions],
+            "instructions": [i.model_copy(update={"tools_added": with_batches(i.tools_added)})
+                             for i in task.instructions],
         })
 
     def make_world(self, task) -> World:
@@ -116,7 +118,8 @@ class BatchSuite(SuiteView):
         for name, group in groups.items():
             batch = name + BATCH_SUFFIX
             if batch in self.batch_of and len(group) > 1:
-                calls.append(ToolCall.make(group[0].id + "_batch", batch, {"requests": [json.loads(c.arguments) for c in group]}))
+                calls.append(ToolCall.make(group[0].id + "_batch", batch,
+                                           {"requests": [json.loads(c.arguments) for c in group]}))
             else:
                 calls.extend(group)
         return reply.model_copy(update={"tool_calls": calls})
@@ -176,7 +179,8 @@ def _split_batches(messages: list[dict[str, Any]], batch_of: dict[str, str]) -> 
                 results = []
             results = results if isinstance(results, list) else []
             for pid, res in zip(parts[m["tool_call_id"]], results, strict=False):  # the world may answer fewer
-                out.append({**m, "tool_call_id": pid, "content": res if isinstance(res, str) else json.dumps(res, ensure_ascii=False)})
+                content = res if isinstance(res, str) else json.dumps(res, ensure_ascii=False)
+                out.append({**m, "tool_call_id": pid, "content": content})
             continue
         out.append(m)
     return out

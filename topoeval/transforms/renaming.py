@@ -40,8 +40,10 @@ ARG_SYNONYMS = {
 }
 DISTRACTORS = [
     ("get_weather", "Current weather in a city.", {"city": {"type": "string"}}),
-    ("convert_currency", "Convert an amount between currencies.", {"amount": {"type": "number"}, "to": {"type": "string"}}),
-    ("translate_text", "Translate text into another language.", {"text": {"type": "string"}, "language": {"type": "string"}}),
+    ("convert_currency", "Convert an amount between currencies.",
+     {"amount": {"type": "number"}, "to": {"type": "string"}}),
+    ("translate_text", "Translate text into another language.",
+     {"text": {"type": "string"}, "language": {"type": "string"}}),
     ("get_time", "Current local time in a city.", {"city": {"type": "string"}}),
     ("news_headlines", "Today's headlines on a topic.", {"topic": {"type": "string"}}),
     ("unit_convert", "Convert a quantity between units.", {"value": {"type": "number"}, "unit": {"type": "string"}}),
@@ -208,7 +210,8 @@ def distractor_tools(suite: Suite, args: dict[str, Any]) -> Suite:
     taken = {t.name for t in suite.tools}
     extra = [
         ToolSpec(name=name, description=desc, effect=Effect.read, idempotent=True, parallel_safe=True,
-                 parameters={"type": "object", "properties": props, "required": list(props), "additionalProperties": False})
+                 parameters={"type": "object", "properties": props, "required": list(props),
+                             "additionalProperties": False})
         for name, desc, props in DISTRACTORS if name not in taken
     ][:n]
     base, tools, arg_names, distractors = _parts(suite)
