@@ -171,6 +171,7 @@ def test_the_call_parser_never_evaluates(modules):
             parse(text)
 
 
+@pytest.mark.slow
 def test_oracle_passes_and_noop_fails_all_800_task_variants(every_task):
     for variant, (topo, tasks) in every_task.items():
         assert len({t.data["bfcl_id"] for t in tasks}) == 200
