@@ -62,8 +62,8 @@ VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
 OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-# lint and type-check first (a few seconds: ruff, then mypy; [tool.ruff] and [tool.mypy] in pyproject.toml),
-# then the tests; `make lint` alone runs the first two
+# lint and type-check first (ruff under a second; mypy about 12 s on a clean clone, under 1 s with its cache;
+# [tool.ruff] and [tool.mypy] in pyproject.toml), then the tests; `make lint` alone runs the first two
 test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-adapters
