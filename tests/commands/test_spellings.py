@@ -1,7 +1,6 @@
 """One name per idea across commands: old spellings are refused with what to write instead, choices are
 enums that --help lists, and the protocol is the first argument of every command that takes one."""
 
-import subprocess
 
 import pytest
 from typer.testing import CliRunner
@@ -35,8 +34,8 @@ def test_the_new_spellings_and_other_commands_pass():
         assert not set(renamed) & opts, name
 
 
-def test_the_entry_point_prints_it_as_one_line(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "export", "wiki_hops", "--n", "3", "--out", "x"], capture_output=True, text=True)
+def test_the_entry_point_prints_it_as_one_line(cli):
+    proc = cli("export", "wiki_hops", "--n", "3", "--out", "x")
     assert proc.returncode == 2 and proc.stderr.strip() == ("error: topoeval export --n is spelled differently now: "
                                                            "did you mean --tasks?")
 
@@ -49,13 +48,11 @@ def test_help_lists_the_choices(argv, choices):
     assert all(c in out for c in choices), out
 
 
-def test_a_wrong_choice_is_a_usage_error(topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "export", "wiki_hops", "--out", "x", "--split", "holdout"],
-                          capture_output=True, text=True)
+def test_a_wrong_choice_is_a_usage_error(cli):
+    proc = cli("export", "wiki_hops", "--out", "x", "--split", "holdout")
     assert proc.returncode == 2 and "holdout" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_publish_dry_run_is_a_flag_with_out(tmp_path, topoeval_cmd):
-    proc = subprocess.run([*topoeval_cmd, "publish", str(tmp_path), "--repo", "o/n", "--dry-run", str(tmp_path / "d")],
-                          capture_output=True, text=True)
+def test_publish_dry_run_is_a_flag_with_out(tmp_path, cli):
+    proc = cli("publish", str(tmp_path), "--repo", "o/n", "--dry-run", str(tmp_path / "d"))
     assert proc.returncode == 2 and f"did you mean --dry-run --out {tmp_path / 'd'}?" in proc.stderr

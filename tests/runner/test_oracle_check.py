@@ -4,7 +4,6 @@ observations do not support, a plan call that errors, an oracle that fails — e
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,19 +30,17 @@ def test_an_answer_is_supported_when_every_token_appears_in_an_observation():
     assert unsupported(task(None), obs) is None  # a state task: nothing to support
 
 
-def test_validate_oracle_names_each_unsupported_answer_and_failing_plan(tmp_path, topoeval_cmd):
+def test_validate_oracle_names_each_unsupported_answer_and_failing_plan(tmp_path, cli):
     pytest.importorskip("mcp_server_time", reason="mcp-server-time is not installed (the mcp extra has it)")
     shutil.copy(EXAMPLE / "protocol.yaml", tmp_path / "protocol.yaml")
     text = (EXAMPLE / "tasks.yaml").read_text()
     (tmp_path / "tasks.yaml").write_text(text)
-    ok = subprocess.run([*topoeval_cmd, "validate", "--oracle", str(tmp_path / "protocol.yaml")],
-                        capture_output=True, text=True, timeout=300)
+    ok = cli("validate", "--oracle", str(tmp_path / "protocol.yaml"))
     assert ok.returncode == 0 and "ok (the oracle's plan checked" in ok.stdout, ok.stdout + ok.stderr
     # a wrong expected answer the oracle would repeat (success 1.0 in a run), and arguments the server rejects
     (tmp_path / "tasks.yaml").write_text(text.replace('answer: "08:30"', 'answer: "08:00"').replace(
         "time: \"09:15\", target_timezone: Asia/Tokyo", "time: \"09:15\", target_timezone: Asia/Tokio"))
-    bad = subprocess.run([*topoeval_cmd, "validate", "--oracle", str(tmp_path / "protocol.yaml")],
-                         capture_output=True, text=True, timeout=300)
+    bad = cli("validate", "--oracle", str(tmp_path / "protocol.yaml"))
     assert bad.returncode == 2
     lines = bad.stderr.strip().splitlines()
     assert any("task 'tokyo-to-kolkata'" in line and "expected answer '08:00' is not supported by the observations "
