@@ -2,7 +2,6 @@
 an unsharded one; missing shards, conflicting duplicates and folders of different runs refused."""
 
 import json
-import subprocess
 from collections import Counter
 
 import pytest
@@ -91,14 +90,14 @@ def test_a_shard_resumes_by_key(runs):
     assert again.new_episodes == 0 and again.reused_episodes > 0
 
 
-def test_a_missing_shard_is_listed_and_exits_1(runs, tmp_path, topoeval_cmd):
+def test_a_missing_shard_is_listed_and_exits_1(runs, tmp_path, cli):
     for i in (1, 3):
         _run(tmp_path / "run", shard=f"{i}/3")
     with pytest.raises(MissingEpisodes) as info:
         merge_runs([tmp_path / "run"])
     owned = sum(1 for k in read_plan(tmp_path / "run").keys if shard_of(k, 3) == 2)
     assert len(info.value.missing) == owned and info.value.by_shard == {"2/3": owned}
-    proc = subprocess.run([*topoeval_cmd, "merge", str(tmp_path / "run")], capture_output=True, text=True)
+    proc = cli("merge", str(tmp_path / "run"))
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
     assert lines[0].startswith(f"error: {owned} of {PLANNED} planned episodes are missing (shard 2/3: {owned})")
@@ -113,7 +112,7 @@ def test_equal_duplicates_fold_into_one_episode(runs, tmp_path):
     assert res.reused_episodes == PLANNED
 
 
-def test_a_conflicting_duplicate_names_the_key(runs, tmp_path, topoeval_cmd):
+def test_a_conflicting_duplicate_names_the_key(runs, tmp_path, cli):
     src = runs / "apart" / "shard1" / "episodes.shard-1-of-3.jsonl"
     record = json.loads(src.read_text().splitlines()[0])
     record["final_answer"] = "something else"
@@ -123,8 +122,7 @@ def test_a_conflicting_duplicate_names_the_key(runs, tmp_path, topoeval_cmd):
     for name in ("run.json", "plan.json"):
         (other / name).write_bytes((runs / "apart" / "shard1" / name).read_bytes())
     (other / "episodes.shard-1-of-3.jsonl").write_text(json.dumps(record) + "\n")
-    proc = subprocess.run([*topoeval_cmd, "merge", str(runs / "n3" / "run"), str(other), "--out", str(tmp_path / "m")],
-                          capture_output=True, text=True)
+    proc = cli("merge", str(runs / "n3" / "run"), str(other), "--out", str(tmp_path / "m"))
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"error: episode {record['key']} has two different results "
                                    f"({runs / 'n3' / 'run' / 'episodes.jsonl'} and "  # the merged file comes first
@@ -143,10 +141,9 @@ def test_a_finished_record_replaces_an_errored_one(tmp_path):
     assert records["k"] == ok and duplicates == 2
 
 
-def test_folders_of_different_runs_are_refused(runs, tmp_path, topoeval_cmd):
+def test_folders_of_different_runs_are_refused(runs, tmp_path, cli):
     topoeval.run_protocol(PROTOCOL, MODELS, tmp_path / "other", tasks=3, samples=2, shots=[0, 1], shard="1/3")
-    proc = subprocess.run([*topoeval_cmd, "merge", str(runs / "apart" / "shard2"), str(tmp_path / "other"),
-                           "--out", str(tmp_path / "m")], capture_output=True, text=True)
+    proc = cli("merge", str(runs / "apart" / "shard2"), str(tmp_path / "other"), "--out", str(tmp_path / "m"))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "different task sets" in proc.stderr
     topoeval.run_protocol(PROTOCOL, ["oracle"], tmp_path / "fewer", **OPTIONS, shard="1/3")
