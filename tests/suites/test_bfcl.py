@@ -321,7 +321,7 @@ def test_splits_partition_scenarios_and_bad_params_are_one_line(registry):
 
 def test_validity_protocol_through_topoeval_run(tmp_path):
     """The path `topoeval run bfcl_validity` takes, on a deterministic sample (the full 800 run is
-    in docs/suites-bfcl.md: 33 s)."""
+    in docs/suites-bfcl.md)."""
     from topoeval.runner.run import arun_episodes
 
     run = asyncio.run(arun_episodes("bfcl_validity", ["oracle", "noop"], tmp_path, tasks=12))
