@@ -38,12 +38,12 @@ from topoeval.models.adapters import adapter_name
 from topoeval.training.sft import (
     ADAPTERS_OUT,
     RUNS,
-    STATE_FILE,
     TARGET_MODULES,
     TrainResult,
     _file_sha256,
     _hash,
     _versions,
+    claim_work_dir,
 )
 
 
@@ -143,16 +143,7 @@ def train_grpo(cfg: GrpoConfig, command: str = "", callbacks: list | None = None
             "sha256": _hash(task_ids), "init_sha256": _file_sha256(init) if init else None}
     identity = {"data": data, **cfg.model_dump(mode="json", exclude=_NOT_IDENTITY)}
     work.mkdir(parents=True, exist_ok=True)
-    state_path, checkpoints = work / STATE_FILE, work / "checkpoints"
-    if checkpoints.exists():
-        previous = json.loads(state_path.read_text()) if state_path.is_file() else {}
-        if cfg.fresh:
-            shutil.rmtree(checkpoints)
-        elif previous.get("identity") != _hash(identity):
-            raise UserError(f"{work} holds checkpoints of a different training (data or settings changed); "
-                            "rerun with --fresh to discard them")
-    state = {"identity": _hash(identity), "method": "grpo", "config": identity}
-    state_path.write_text(json.dumps(state, indent=1) + "\n")
+    claim_work_dir(work, identity, cfg.fresh, method="grpo")
     started = time.perf_counter()
     return _fit(cfg, protocol, protocol_hash(protocol), topology, name, init, work, out_dir, data, command, started,
                 callbacks)

@@ -94,6 +94,22 @@ def _hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def claim_work_dir(work: Path, identity: dict[str, Any], fresh: bool, **record: Any) -> None:
+    """Make ``work`` this training's: its checkpoints resume only under the same ``identity`` (data and
+    settings), are discarded with ``fresh``, and are refused in one line otherwise; the identity (and
+    ``record``'s extra keys) is written to :data:`STATE_FILE`. SFT and GRPO share the rule."""
+    state_path, checkpoints = work / STATE_FILE, work / "checkpoints"
+    if checkpoints.exists():
+        previous = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        if fresh:
+            shutil.rmtree(checkpoints)
+        elif previous.get("identity") != _hash(identity):
+            raise UserError(f"{work} holds checkpoints of a different training (data or settings changed); "
+                            "rerun with --fresh to discard them")
+    state = {"identity": _hash(identity), **record, "config": identity}
+    state_path.write_text(json.dumps(state, indent=1) + "\n")
+
+
 def _versions() -> dict[str, str]:
     out = {}
     for pkg in ("topoeval", "torch", "transformers", "trl", "peft", "llama-cpp-python"):
@@ -163,15 +179,7 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
         return _dry_run(cfg, name, work, out_dir, rows, data)
     identity = {"data": data["sha256"], **cfg.model_dump(mode="json", exclude={"work_dir", "out_dir", "gguf", "fresh",
                                                                              "threads", "save_steps", "dry_run"})}
-    state_path, checkpoints = work / STATE_FILE, work / "checkpoints"
-    if checkpoints.exists():
-        previous = json.loads(state_path.read_text()) if state_path.is_file() else {}
-        if cfg.fresh:
-            shutil.rmtree(checkpoints)
-        elif previous.get("identity") != _hash(identity):
-            raise UserError(f"{work} holds checkpoints of a different training (data or settings changed); "
-                            "rerun with --fresh to discard them")
-    state_path.write_text(json.dumps({"identity": _hash(identity), "config": identity}, indent=1) + "\n")
+    claim_work_dir(work, identity, cfg.fresh)
 
     return _fit(cfg, protocol, protocol_hash(protocol), name, work, out_dir, rows, data, command, started, callbacks)
 
