@@ -8,14 +8,13 @@ result it makes the good call, after a good result it answers. Nothing leaves th
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import socket
-import threading
 import time
 
 from aiohttp import web
+
+from tests.chat_server import ThreadedChatServer
 
 #: (format) -> how a recorded reply writes a call of ``lookup`` with the key, and a final answer
 CALLS = {
@@ -54,7 +53,7 @@ RESULTS = {
 MARKERS = {"hermes": "<tool_call>", "json": "a JSON list", "react": "Action Input:", "search-r1": "<search> query </search>"}
 
 
-class FormatServer:
+class FormatServer(ThreadedChatServer):
     """``fmt``: the format every reply is written in, or ``auto``: the format each request is written in."""
 
     def __init__(self, fmt: str, modes: dict[str, str]):
@@ -62,31 +61,7 @@ class FormatServer:
         self.bodies: list[dict] = []
         #: the format of each answered request ("auto": read from the request)
         self.fmt_seen: list[str] = []
-        self.port = _free_port()
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
-        self._ready.set()
-        self._loop.run_forever()
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        self.start()
 
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -140,9 +115,3 @@ def _reply(content=None, calls=None) -> dict:
     return {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
             "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 from collections import defaultdict
 
 from aiohttp import web
+
+from tests.chat_server import ThreadedChatServer
 
 MODES = ("good", "bad_json", "unknown_tool", "wrong_type", "rate_limited", "server_error", "stall", "always_500")
 #: HTTP 400 answers to the first request of a task, by the body hosted APIs send (not in MODES: a
@@ -50,7 +50,7 @@ def _message(calls=None, content=None, prompt_mode=False):
     }
 
 
-class ScriptedServer:
+class ScriptedServer(ThreadedChatServer):
     def __init__(self, modes_by_prompt: dict[str, str], stall_s: float = 3.0, *, status_all: int | None = None,
                  served_model: str | None = None):
         self.modes = modes_by_prompt
@@ -60,34 +60,7 @@ class ScriptedServer:
         self.requests = 0
         self.prompt_mode_requests = 0
         self.attempts: dict[tuple[str, int], int] = defaultdict(int)
-        self.port = _free_port()
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        runner = web.AppRunner(app)
-        self._loop.run_until_complete(runner.setup())
-        self._loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
-        self._runner = runner
-        self._ready.set()
-        self._loop.run_forever()
-
-    def stop(self) -> None:
-        async def shutdown():
-            await self._runner.cleanup()
-        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        self.start()
 
     async def _chat(self, request: web.Request) -> web.Response:
         self.requests += 1
@@ -129,9 +102,3 @@ class ScriptedServer:
         if "error" in last_tool:
             return web.json_response(_message([good], prompt_mode=prompt_mode))
         return web.json_response(_message(content=last_tool))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

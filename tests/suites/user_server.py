@@ -14,43 +14,22 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
-import threading
 import time
 
 from aiohttp import web
 
+from tests.chat_server import ThreadedChatServer
+
 FLIGHT = re.compile(r"\b([A-Z]{2}\d{5})\b")
 
 
-class UserServer:
+class UserServer(ThreadedChatServer):
     def __init__(self, misread_airline: bool = False, delay_s: float = 0.0):
         self.misread_airline = misread_airline
         self.delay_s = delay_s
         self.requests: list[dict] = []
         self.spans: list[tuple[float, float]] = []
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
-        self._ready.set()
-        self._loop.run_forever()
+        self.start()
 
     def reply(self, system: str, question: str) -> str:
         if "GARBAGE" in question:
@@ -83,8 +62,3 @@ class UserServer:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
         })
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
