@@ -111,11 +111,11 @@ $(VERIFIERS_STAMP): pyproject.toml
 # METHOD=grpo: GRPO (TRL) from the shipped SFT adapter in topoeval's own environment, reward success,
 # GRPO_STEPS steps with the settings docs/training.md sizes to about an hour on 2 cores; writes
 # adapters/smollm2-135m-<train topology>-grpo.gguf, its record and a diagnostics PNG; a checkpoint
-# every 4 steps (kept: topoeval sweep evaluates them), and the same command resumes.
+# every 8 steps (kept: topoeval sweep evaluates them), and the same command resumes.
 METHOD       ?= sft
 TRAIN_N      ?= 300
 TRAIN_EPOCHS ?= 2
-GRPO_STEPS   ?= 16
+GRPO_STEPS   ?= 40
 TRAIN_ARGS   ?=
 train: $(STAMP)
 	$(BIN)/topoeval train $(PROTOCOL) --method $(METHOD) \

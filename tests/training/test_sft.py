@@ -115,8 +115,8 @@ def trained(tiny):
     from topoeval.training.sft import TrainConfig, train
 
     root, _ = tiny
-    cfg = TrainConfig(protocol="wiki_to_travel", n=3, max_steps=4, save_steps=1, base=str(root / "base"), bf16=False,
-                      work_dir=root / "work", out_dir=root / "adapters", gguf=False)
+    cfg = TrainConfig(protocol="wiki_to_travel", n=3, max_steps=4, save_steps=1, keep_checkpoints=True,
+                      base=str(root / "base"), bf16=False, work_dir=root / "work", out_dir=root / "adapters", gguf=False)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, "topoeval train wiki_to_travel --max-steps 4", callbacks=[StopAtStep(2).callback])
     assert not (root / "adapters").exists()
@@ -137,6 +137,10 @@ def test_a_few_steps_resume_and_write_an_adapter_with_its_record(trained):
     assert record["data"]["conversations"] == 3 and len(record["data"]["sha256"]) == 64
     assert record["command"] == "topoeval train wiki_to_travel --max-steps 4" and record["seed"] == 0
     assert record["tokens"]["assistant"] < record["tokens"]["total"]
+    # --keep-checkpoints: every step's checkpoint stays (the sweep's points), not only the last two
+    assert record["checkpoints"] == {"every": 1, "folder": str(cfg.work_dir / "checkpoints"), "kept": "all"}
+    assert sorted(p.name for p in (cfg.work_dir / "checkpoints").glob("checkpoint-*")) == [
+        f"checkpoint-{i}" for i in (1, 2, 3, 4)]
 
 
 def test_changed_settings_do_not_resume_silently(trained):

@@ -51,11 +51,13 @@ def train(
                                                   "topology>[-grpo]).")] = None,
     base: Annotated[str, typer.Option(help="'embedded' or a transformers checkpoint folder.")] = "embedded",
     save_steps: Annotated[int | None, typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo "
-                                                               "4).")] = None,
+                                                               "8).")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch threads.")] = None,
     out_dir: Annotated[Path | None, typer.Option(help="Where the GGUF adapter and its record go (default "
                                                       "./runs/adapters; make train: adapters/).")] = None,
     work_dir: Annotated[Path | None, typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
+    keep_checkpoints: Annotated[bool, typer.Option(help="sft: keep every checkpoint (for topoeval sweep), not only "
+                                                        "the last two (grpo keeps all).")] = False,
     fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
     dry_run: Annotated[bool, typer.Option(help="sft: export and tokenize the data, print its size, train "
                                                "nothing.")] = False,
@@ -77,8 +79,8 @@ def train(
 
     cfg = TrainConfig(protocol=protocol, n=n or 300, epochs=epochs, max_steps=max_steps,
                       data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name,
-                      base=base, save_steps=save_steps or 25, threads=threads, out_dir=out_dir, work_dir=work_dir,
-                      fresh=fresh, dry_run=dry_run)
+                      base=base, save_steps=save_steps or 25, keep_checkpoints=keep_checkpoints, threads=threads,
+                      out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run)
     result = run_training(cfg, command)
     rec = result.record
     if dry_run:
@@ -97,7 +99,7 @@ def _grpo(protocol: str, command: str, **opts) -> None:
     from topoeval.training.diagnostics import summary
     from topoeval.training.grpo import GrpoConfig, train_grpo
 
-    defaults = {"n": 200, "max_steps": 16, "learning_rate": 5e-5, "save_steps": 4}
+    defaults = {"n": 200, "max_steps": 40, "learning_rate": 5e-5, "save_steps": 8}
     opts = {k: (defaults[k] if v is None and k in defaults else v) for k, v in opts.items()}
     result = train_grpo(GrpoConfig(protocol=protocol, **opts), command)
     rec, s = result.record, summary(result.record["diagnostics"])

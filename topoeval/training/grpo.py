@@ -58,7 +58,7 @@ class GrpoConfig(BaseModel):
     init: str = Field(default="sft", description="'sft' (the shipped SFT adapter of the train topology), 'base' (a "
                                                  "fresh LoRA), or a GGUF LoRA file.")
     n: int = Field(default=200, ge=1, description="Train-split tasks in the prompt pool (indices 0..n-1).")
-    max_steps: int = Field(default=16, ge=1, description="Optimizer steps.")
+    max_steps: int = Field(default=40, ge=1, description="Optimizer steps.")
     num_generations: int = Field(default=8, ge=2, description="Rollouts per task (the GRPO group size).")
     prompts_per_step: int = Field(default=2, ge=1, description="Tasks per step (rollouts per step = this x "
                                                                "num_generations).")
@@ -78,7 +78,7 @@ class GrpoConfig(BaseModel):
     seed: int = Field(default=0, description="Seed of the task order, the sampling and a fresh LoRA.")
     base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint "
                                                       "folder.")
-    save_steps: int = Field(default=4, ge=1, description="Checkpoint every this many steps (resume points and sweep "
+    save_steps: int = Field(default=8, ge=1, description="Checkpoint every this many steps (resume points and sweep "
                                                          "points).")
     threads: int | None = Field(default=None, ge=1, description="torch threads (default: torch's choice).")
     work_dir: Path | None = Field(default=None, description="Working folder (default ./runs/train/<name>).")

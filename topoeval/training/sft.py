@@ -70,6 +70,8 @@ class TrainConfig(BaseModel):
                                                       "folder.")
     bf16: bool = Field(default=True, description="bf16 autocast on the CPU (about 1.5x faster than fp32 here).")
     save_steps: int = Field(default=25, ge=1, description="Checkpoint every this many steps (resume point).")
+    keep_checkpoints: bool = Field(default=False, description="Keep every checkpoint (the points of topoeval sweep) "
+                                                              "instead of the last two (resume points only).")
     threads: int | None = Field(default=None, ge=1, description="torch threads (default: torch's choice).")
     work_dir: Path | None = Field(default=None, description="Working folder (default ./runs/train/<name>).")
     out_dir: Path | None = Field(default=None, description="Where the GGUF adapter and its record go (default "
@@ -177,8 +179,8 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
     rows, data = training_data(cfg, protocol, work)
     if cfg.dry_run:
         return _dry_run(cfg, name, work, out_dir, rows, data)
-    identity = {"data": data["sha256"], **cfg.model_dump(mode="json", exclude={"work_dir", "out_dir", "gguf", "fresh",
-                                                                             "threads", "save_steps", "dry_run"})}
+    not_identity = {"work_dir", "out_dir", "gguf", "fresh", "threads", "save_steps", "keep_checkpoints", "dry_run"}
+    identity = {"data": data["sha256"], **cfg.model_dump(mode="json", exclude=not_identity)}
     claim_work_dir(work, identity, cfg.fresh)
 
     return _fit(cfg, protocol, protocol_hash(protocol), name, work, out_dir, rows, data, command, started, callbacks)
@@ -220,7 +222,8 @@ def make_trainer(cfg: TrainConfig, model: Any, tokenizer: Any, rows: list[dict[s
     args = SFTConfig(
         output_dir=str(output_dir), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps or -1,
         per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=0.03, logging_steps=1, save_strategy="steps", save_steps=cfg.save_steps, save_total_limit=2,
+        warmup_steps=0.03, logging_steps=1, save_strategy="steps", save_steps=cfg.save_steps,
+        save_total_limit=None if cfg.keep_checkpoints else 2,
         seed=cfg.seed, data_seed=cfg.seed, use_cpu=True, bf16=cfg.bf16,
         # the dataset is tokenized here, with its assistant masks: TRL turns them into labels
         max_length=None, packing=False, assistant_only_loss=False, report_to="none", disable_tqdm=False,
@@ -282,6 +285,8 @@ def _fit(cfg: TrainConfig, protocol: Any, p_hash: str, name: str, work: Path, ou
         "epochs": round(float(trainer.state.epoch or 0), 4),
         "tokens": token_stats(tokens),
         "resumed_from": Path(resume).name if resume else None,
+        "checkpoints": {"every": cfg.save_steps, "folder": str(checkpoints),
+                        "kept": "all" if cfg.keep_checkpoints else "last 2"},
         "loss_curve": curve,
         "final_loss": curve[-1]["loss"] if curve else None,
         "train_loss": round(float(train_loss), 5),
