@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from topoeval.core.version import __version__
 
-__all__ = ["load_protocol", "run_protocol", "RunConfig", "RunResult", "score_episode", "reward", "make_env",
-           "export_tasks", "__version__"]
+__all__ = ["load_protocol", "run_protocol", "RunConfig", "RunResult", "run_sweep", "SweepPoint", "score_episode",
+           "reward", "make_env", "export_tasks", "__version__"]
 
 #: public name -> the module that defines it
 _PUBLIC = {
     "load_protocol": "topoeval.protocol.loader",
     "run_protocol": "topoeval.api",
     "RunResult": "topoeval.api",
+    "run_sweep": "topoeval.api",
+    "SweepPoint": "topoeval.analysis.sweep",
     "RunConfig": "topoeval.runner.config",
     "score_episode": "topoeval.metrics.scoring",
     "reward": "topoeval.training.rewards",
@@ -35,7 +37,8 @@ _PUBLIC = {
 }
 
 if TYPE_CHECKING:
-    from topoeval.api import RunResult, run_protocol
+    from topoeval.analysis.sweep import SweepPoint
+    from topoeval.api import RunResult, run_protocol, run_sweep
     from topoeval.metrics.scoring import score_episode
     from topoeval.protocol.loader import load_protocol
     from topoeval.runner.config import RunConfig

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.analysis.summary import build_summary
+from topoeval.analysis.sweep import SweepPoint
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
 from topoeval.protocol.schema import Protocol
@@ -36,7 +39,8 @@ from topoeval.runner.run import (
 from topoeval.runner.shards import MissingEpisodes, append_missing, combine, write_episodes, write_plan
 from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
 
-__all__ = ["RunResult", "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs",
+__all__ = ["RunResult", "SweepPoint", "run_sweep",
+           "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs",
            "compare_runs", "sensitivity_matrix", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
 
@@ -288,3 +292,37 @@ def sensitivity_matrix(target: Any, n_tasks: int) -> dict[str, Any]:
 
     tasks = target_tasks(target, n_tasks)
     return build_matrix(target, tasks, reference_scores(target, tasks, POLICIES))
+
+
+def run_sweep(protocol: str | Path, points: list[SweepPoint], out: str | Path, *,
+              training: dict[str, Any] | None = None,
+              adapters: Path | None = None, baseline: int = 0, **settings: Any) -> dict[str, Any]:
+    """Transfer over training: evaluate ``points``' models (one per checkpoint, ``SweepPoint(step, model)``)
+    on ``protocol`` in one run folder, ``out/run`` (resumable; ``settings``: :func:`run_protocol`'s), at the
+    ``baseline``-shot baseline, and write the curves to ``out`` (``summary.json``, schema
+    ``topoeval.sweep/1``; ``sweep.png``, ``report.md``, ``report.html``); returns that summary.
+    ``adapters``: a folder of GGUF adapters to find the models in before the usual ones."""
+    from topoeval.analysis.sweep import sweep_curves
+    from topoeval.report.sweep import write_sweep_reports
+
+    if len({p.step for p in points}) != len(points):
+        raise UserError("two sweep points share a step")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    previous = os.environ.get("TOPOEVAL_ADAPTERS")
+    if adapters is not None:
+        os.environ["TOPOEVAL_ADAPTERS"] = os.pathsep.join(filter(None, [str(adapters.resolve()), previous]))
+    try:
+        result = run_protocol(protocol, [p.model for p in points], out / "run", shots=[baseline], **settings)
+    finally:
+        if adapters is not None:
+            if previous is None:
+                os.environ.pop("TOPOEVAL_ADAPTERS", None)
+            else:
+                os.environ["TOPOEVAL_ADAPTERS"] = previous
+    summary = json.loads((Path(result.run_dir) / "summary.json").read_text(encoding="utf-8"))
+    sweep = sweep_curves(summary, points, baseline=f"{baseline}-shot", training=training)
+    sweep["run_dir"] = str(result.run_dir)
+    (out / "summary.json").write_text(json.dumps(sweep, indent=1) + "\n", encoding="utf-8")
+    write_sweep_reports(sweep, out)
+    return sweep

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from topoeval.analysis.sweep import SCHEMA, SweepPoint
-from topoeval.commands.sweep import run_sweep
+from topoeval.api import run_sweep
 from topoeval.core.errors import UserError
 
 

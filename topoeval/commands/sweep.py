@@ -1,52 +1,18 @@
 """``topoeval sweep``: evaluate every kept checkpoint of one training run; ID/OOD (and ladder) curves over training.
 
-The checkpoints become adapter models (:mod:`topoeval.training.checkpoints`), all evaluated in one
-run folder (``<out>/run``, resumable like any run: the same command picks up where it stopped), and
+The checkpoints become adapter models (:mod:`topoeval.training.checkpoints`), all evaluated by
+:func:`topoeval.api.run_sweep` in one run folder (``<out>/run``, resumable like any run: the same
+command picks up where it stopped), and
 the curves (:mod:`topoeval.analysis.sweep`) are written to ``<out>/summary.json``, ``sweep.png``,
 ``report.md`` and ``report.html`` (:mod:`topoeval.report.sweep`).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-
-from topoeval.analysis.sweep import SweepPoint, sweep_curves
-from topoeval.core.errors import UserError
-
-
-def run_sweep(protocol: str | Path, points: list[SweepPoint], out: Path, *, training: dict[str, Any] | None = None,
-              adapters: Path | None = None, baseline: int = 0, **settings: Any) -> dict[str, Any]:
-    """Evaluate ``points``' models on ``protocol`` in ``out/run`` (``settings``: run_protocol's) and
-    write the sweep's summary and reports to ``out``; returns the sweep summary."""
-    from topoeval.api import run_protocol
-    from topoeval.report.sweep import write_sweep_reports
-
-    if len({p.step for p in points}) != len(points):
-        raise UserError("two sweep points share a step")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    previous = os.environ.get("TOPOEVAL_ADAPTERS")
-    if adapters is not None:
-        os.environ["TOPOEVAL_ADAPTERS"] = os.pathsep.join(filter(None, [str(adapters.resolve()), previous]))
-    try:
-        result = run_protocol(protocol, [p.model for p in points], out / "run", shots=[baseline], **settings)
-    finally:
-        if adapters is not None:
-            if previous is None:
-                os.environ.pop("TOPOEVAL_ADAPTERS", None)
-            else:
-                os.environ["TOPOEVAL_ADAPTERS"] = previous
-    summary = json.loads((Path(result.run_dir) / "summary.json").read_text(encoding="utf-8"))
-    sweep = sweep_curves(summary, points, baseline=f"{baseline}-shot", training=training)
-    sweep["run_dir"] = str(result.run_dir)
-    (out / "summary.json").write_text(json.dumps(sweep, indent=1) + "\n", encoding="utf-8")
-    write_sweep_reports(sweep, out)
-    return sweep
 
 
 def sweep(
@@ -66,6 +32,7 @@ def sweep(
 ) -> None:
     """Evaluate every kept checkpoint of a training run on the protocol's ID and OOD topologies (and ladder):
     success and dq against the training step with 95 % CIs (summary.json, sweep.png, report.md/html)."""
+    from topoeval.api import run_sweep
     from topoeval.training.checkpoints import checkpoint_points, read_record
 
     record, path = read_record(training)
