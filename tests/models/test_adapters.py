@@ -48,13 +48,13 @@ def test_names():
 def test_the_shipped_adapters_are_package_data_and_match_their_records(monkeypatch):
     monkeypatch.delenv(adapters.ENV, raising=False)
     assert adapters.ADAPTERS_DIR == Path(str(files("topoeval_adapters")))
-    for model in ("smollm2-135m-wiki", "smollm2-135m-travel"):
+    for model in ("smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo"):
         assert adapter_path(model) == str(adapters.ADAPTERS_DIR / f"{model}.gguf")
 
 
 def test_a_missing_shipped_adapter_names_the_install_command(adapters_dir, monkeypatch):
     monkeypatch.setattr(adapters, "source_checkout", lambda: None)  # as from a wheel
-    for model in ("smollm2-135m-wiki", "smollm2-135m-travel"):
+    for model in ("smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo"):
         with pytest.raises(UserError, match=f"the adapter of '{model}' is in none of .*; reinstall it: "
                                             "pip install --force-reinstall --no-deps topoeval$"):
             make_policy(model)
@@ -75,6 +75,14 @@ def test_an_adapter_that_does_not_match_its_record_is_refused(adapters_dir, monk
                                         f"{hashlib.sha256(b'GGUF').hexdigest()[:12]}, recorded 000000000000\\); "
                                         "reinstall it: pip install"):
         adapter_path("smollm2-135m-wiki")
+
+
+def test_a_grpo_adapter_elsewhere_names_the_grpo_training_that_makes_it(adapters_dir, tmp_path, monkeypatch):
+    write_adapter(tmp_path / "mine", "smollm2-135m-wiki-grpo", b"tampered", sha="1" * 64)
+    monkeypatch.setenv(adapters.ENV, str(tmp_path / "mine"))
+    with pytest.raises(UserError, match="train it with: topoeval train wiki_to_travel --method grpo "
+                                        r"\(its train topology must be 'wiki'\)"):
+        adapter_path("smollm2-135m-wiki-grpo")
 
 
 def test_an_adapter_without_its_record_is_refused(adapters_dir):

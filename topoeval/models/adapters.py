@@ -35,6 +35,8 @@ ENV = "TOPOEVAL_ADAPTERS"
 SHIPPED_PACKAGE = "topoeval_adapters"
 #: the shipped protocols that train each shipped adapter (the error for a missing file names the command)
 TRAINED_BY = {"wiki": "wiki_to_travel", "travel": "travel_to_wiki"}
+#: the name's ending of an adapter trained with GRPO (``smollm2-135m-wiki-grpo``: GRPO on wiki)
+GRPO_SUFFIX = "-grpo"
 _NAME = re.compile(rf"^{re.escape(BASE_NAME)}-([A-Za-z0-9][A-Za-z0-9_.-]*)$")
 #: sha256 of adapter files already checked, by (path, size, mtime): each file is hashed once per process
 _CHECKED: dict[tuple[str, int, int], str] = {}
@@ -80,7 +82,7 @@ def adapter_files(model: str, folder: Path | None = None) -> tuple[Path, Path]:
 def is_adapter_model(model: str) -> bool:
     """A name this module resolves: a shipped adapter name, or one whose file exists."""
     topo = adapter_topology(model)
-    return topo is not None and (topo in TRAINED_BY or adapter_files(model)[0].is_file())
+    return topo is not None and (topo.removesuffix(GRPO_SUFFIX) in TRAINED_BY or adapter_files(model)[0].is_file())
 
 
 def adapter_path(model: str) -> str:
@@ -127,14 +129,15 @@ def _recorded_sha256(model: str, record: Path, path: Path) -> str:
 def _remedy(model: str, path: Path) -> str:
     """What puts a good copy of ``model``'s adapter in place: reinstalling for a shipped adapter in the
     shipped folder, training for any other."""
-    topo = adapter_topology(model) or ""
+    name = adapter_topology(model) or ""
+    topo, method = (name.removesuffix(GRPO_SUFFIX), " --method grpo") if name.endswith(GRPO_SUFFIX) else (name, "")
     protocol = TRAINED_BY.get(topo)
     if protocol is not None and path.parent == ADAPTERS_DIR:
         checkout = source_checkout()
         if checkout is not None:
             return f"restore it: git -C {checkout} restore adapters/{model}.gguf adapters/{model}.json"
         return "reinstall it: pip install --force-reinstall --no-deps topoeval"
-    return (f"train it with: topoeval train {protocol or 'PROTOCOL'} (its train topology must be '{topo}'), "
+    return (f"train it with: topoeval train {protocol or 'PROTOCOL'}{method} (its train topology must be '{topo}'), "
             f"and name its folder in ${ENV} (topoeval train writes runs/adapters/)")
 
 
