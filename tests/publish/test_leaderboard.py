@@ -1,22 +1,27 @@
 """What `make leaderboard` runs: the trained-model collapse in both directions, the ladder curve,
 and the second direction starting from the first's response cache."""
 
+import pytest
+
+from topoeval.core.messages import AssistantMessage
+from topoeval.models.cache import ResponseCache
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.loader import load_protocol
 from topoeval.protocol.topology import resolve
-from topoeval.publish.leaderboard import COLLAPSE, COLLAPSE_MODELS, plan, seed_cache
+from topoeval.publish import leaderboard
+from topoeval.publish.leaderboard import COLLAPSE, COLLAPSE_MODELS, PlannedSweep, plan, seed_cache
 
 
 def test_the_collapse_runs_base_and_both_adapters_in_both_directions_with_few_shot_baselines():
     runs = {(r.protocol, r.folder): r for r in plan()}
     for protocol in ("wiki_to_travel", "travel_to_wiki"):
         run = runs[(protocol, "collapse")]
-        assert run.models == ("smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel")
+        assert run.models == ("smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo")
         assert run.options["shots"] == [0, 1, 2]
         assert load_protocol(protocol).base_model == run.models[0]  # vs_base and transfer ratios are computed
         assert (protocol, "embedded") not in runs  # the base runs inside the collapse, on the same tasks
     assert runs[("travel_to_wiki", "collapse")].cache_from == "wiki_to_travel/collapse"
-    assert runs[("wiki_to_travel_ladder", "trained")].models == ("smollm2-135m-wiki",)
+    assert runs[("wiki_to_travel_ladder", "trained")].models == ("smollm2-135m-wiki", "smollm2-135m-wiki-grpo")
     # the format ladder: how much of the wiki adapter's loss is the tool-call format's
     assert runs[("wiki_format_ladder", "trained")].models == ("smollm2-135m", "smollm2-135m-wiki")
     assert ("wiki_format_ladder", "reference") in runs
@@ -41,13 +46,54 @@ def test_both_directions_test_the_same_tasks_with_the_same_prompts_so_the_cache_
     assert sides[0] == sides[1] and set(sides[0]) == {"wiki", "travel"}
 
 
-def test_seed_cache_copies_once_and_never_overwrites(tmp_path):
+def _cache(folder, entries):
+    cache = ResponseCache(folder / "cache.sqlite")
+    for key, text in entries.items():
+        cache.put(key, AssistantMessage(content=text))
+    cache.close()
+
+
+def _read(folder):
+    cache = ResponseCache(folder / "cache.sqlite")
+    try:
+        return {k: AssistantMessage.model_validate_json(v).content
+                for k, v in cache.db.execute("SELECT key, value FROM responses")}
+    finally:
+        cache.close()
+
+
+def test_seed_cache_adds_what_the_run_lacks_and_never_replaces_its_own(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
-    assert not seed_cache(first, second)  # nothing to copy yet
-    first.mkdir()
-    (first / "cache.sqlite").write_bytes(b"first")
-    assert seed_cache(first, second)
-    assert (second / "cache.sqlite").read_bytes() == b"first"
-    (second / "cache.sqlite").write_bytes(b"grown since")
-    assert not seed_cache(first, second)
-    assert (second / "cache.sqlite").read_bytes() == b"grown since"
+    assert seed_cache(first, second) == 0  # nothing to take yet
+    _cache(first, {"a": "first's a", "b": "first's b"})
+    assert seed_cache(first, second) == 2
+    assert _read(second) == {"a": "first's a", "b": "first's b"}
+    _cache(second, {"b": "second's own b", "c": "second's c"})
+    _cache(first, {"d": "first's d"})
+    assert seed_cache(first, second) == 1  # only d is new; b stays the second run's
+    assert _read(second) == {"a": "first's a", "b": "second's own b", "c": "second's c", "d": "first's d"}
+
+
+def test_a_sweep_without_its_checkpoints_is_skipped_in_one_line_and_its_published_results_kept(
+        tmp_path, monkeypatch, capsys):
+    published = tmp_path / "hub" / "sweeps"
+    kept = published / "sweep-smollm2-135m-wiki-grpo"
+    kept.mkdir(parents=True)
+    (kept / "report.md").write_text("# Transfer over training: wiki_to_travel\n\nthe committed table\n")
+    monkeypatch.setattr(leaderboard, "SWEEPS", (
+        PlannedSweep(str(tmp_path / "absent.json"), None, "make train METHOD=grpo"),))
+    leaderboard.run_sweeps(tmp_path / "board", published)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and "skipped, its committed results kept" in lines[0]
+    assert "make train METHOD=grpo" in lines[0]
+    assert (kept / "report.md").is_file()
+    section = leaderboard.sweeps_section(published)
+    assert "## Transfer over training" in section and "### smollm2-135m-wiki-grpo" in section
+    assert "the committed table" in section and "# Transfer over training: wiki_to_travel" not in section
+
+
+@pytest.mark.parametrize("planned", leaderboard.SWEEPS)
+def test_each_planned_sweep_names_the_command_that_leaves_its_checkpoints(planned):
+    assert planned.command.startswith(("make train", "topoeval train"))
+    if planned.command.startswith("topoeval train"):
+        assert "--keep-checkpoints" in planned.command  # SFT keeps only two otherwise

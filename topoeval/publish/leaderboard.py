@@ -2,19 +2,24 @@
 
 Runs the reference policies (each protocol as written) on every shipped protocol; the embedded model
 (3 tasks per topology, 0 and 1 shots, 6 turns of 64 tokens) on ``wiki_hops`` and the ladder; the
-trained-model collapse — the embedded base and both shipped adapters (``smollm2-135m-wiki``,
-``smollm2-135m-travel``), 0/1/2 shots, 12 tasks per topology — on ``wiki_to_travel`` and
-``travel_to_wiki``; the wiki-trained adapter on the ladder (8 tasks per step); and the base and the
-wiki adapter on the format ladder ``wiki_format_ladder`` (8 tasks per step). No model runs on
+trained-model collapse — the embedded base, both shipped SFT adapters (``smollm2-135m-wiki``,
+``smollm2-135m-travel``) and the GRPO adapter trained on from the wiki one (``smollm2-135m-wiki-grpo``),
+0/1/2 shots, 12 tasks per topology — on ``wiki_to_travel`` and ``travel_to_wiki``; the wiki-trained
+adapters (SFT and SFT+GRPO) on the ladder (8 tasks per step); and the base and the wiki adapter on
+the format ladder ``wiki_format_ladder`` (8 tasks per step). Then the transfer-over-training sweeps
+(:data:`SWEEPS`: the GRPO run's checkpoints and the wiki SFT run's) where their checkpoints are on
+this machine — they are training output, not committed; a sweep whose checkpoints are absent is
+skipped with one line and its committed results are kept. No model runs on
 the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a 135M model cannot use.
 Then stages the runs as a publish would (results, latest view and card, without the per-episode
-config, to keep the repository small) into ``results/hub/`` and copies the card to
-``results/README.md``. Run folders go to ``results/leaderboard/`` (not committed); re-running
-resumes them.
+config, to keep the repository small) into ``results/hub/``, the sweeps' summaries, tables and plots
+into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to ``results/README.md``.
+Run folders go to ``results/leaderboard/`` (not committed); re-running resumes them.
 
 The two collapse protocols test the same tasks of the same two topologies with the same prompts, so
-the second direction starts from the first's response cache: its episodes are the first's, read back,
-not generated twice (temperature 0 would give the same responses anyway).
+the second direction takes the first's response cache: its episodes are the first's, read back,
+not generated twice (temperature 0 would give the same responses anyway); a sweep's step 0 (the
+base, or the SFT adapter a GRPO run started from) is read back from the collapse the same way.
 """
 
 from __future__ import annotations
@@ -38,17 +43,40 @@ BRIDGED = ("wiki_to_agentdojo", "agentdojo_cross_domain", "bfcl_cross_class", "t
 QUICK_LOOK = {"tasks": 3, "shots": [0, 1], "max_turns": 6, "max_tokens": 64}
 #: the two directions of the trained-model collapse, in run order (the second reuses the first's cache)
 COLLAPSE = ("wiki_to_travel", "travel_to_wiki")
-#: the untrained base and the shipped adapters trained on wiki and on travel
-COLLAPSE_MODELS = (EMBEDDED, f"{EMBEDDED}-wiki", f"{EMBEDDED}-travel")
+#: the untrained base, the shipped SFT adapters trained on wiki and on travel, and GRPO on wiki from the SFT one
+COLLAPSE_MODELS = (EMBEDDED, f"{EMBEDDED}-wiki", f"{EMBEDDED}-travel", f"{EMBEDDED}-wiki-grpo")
 #: 12 tasks per topology, the 0/1/2-shot baselines, the quick look's turn and token limits
 COLLAPSE_RUN = {"tasks": 12, "shots": [0, 1, 2], "max_turns": 6, "max_tokens": 64}
-#: the wiki-trained adapter's ladder curve (0-shot, 8 tasks per step)
+#: the wiki-trained adapters' ladder curves, SFT and SFT+GRPO (0-shot, 8 tasks per step)
 LADDER = "wiki_to_travel_ladder"
+LADDER_MODELS = (f"{EMBEDDED}-wiki", f"{EMBEDDED}-wiki-grpo")
 LADDER_RUN = {"tasks": 8, "shots": [0], "max_turns": 6, "max_tokens": 64}
 #: how much of the wiki adapter's collapse is the tool-call format's (issue 28): the same sizes as LADDER_RUN
 FORMAT_LADDER = "wiki_format_ladder"
 FORMAT_LADDER_MODELS = (EMBEDDED, f"{EMBEDDED}-wiki")
 REPO_ID = "topoeval/leaderboard"
+
+
+class PlannedSweep(NamedTuple):
+    """One transfer-over-training sweep: a training record whose kept checkpoints are evaluated."""
+
+    record: str
+    """the training record, relative to the checkout's root"""
+    every: int | None
+    """evaluate only checkpoints at multiples of this step (and the last); None: all kept"""
+    command: str
+    """the training command that leaves the checkpoints (in runs/train/<name>/checkpoints)"""
+
+
+#: the GRPO run's checkpoints (every 8 steps) and the wiki SFT run's (every 50 of its 200 steps)
+SWEEPS = (
+    PlannedSweep("adapters/smollm2-135m-wiki-grpo.json", None, "make train PROTOCOL=wiki_to_travel METHOD=grpo"),
+    PlannedSweep("runs/adapters/smollm2-135m-wiki.json", 50,
+                 "topoeval train wiki_to_travel --tasks 200 --epochs 1 --keep-checkpoints"),
+)
+#: the sweeps' cells: the collapse's sizes at its 0-shot baseline (so step 0 is read back from its cache)
+SWEEP_RUN = {"tasks": 12, "max_turns": 6, "max_tokens": 64}
+SWEEP_PROTOCOL = COLLAPSE[0]
 
 
 class PlannedRun(NamedTuple):
@@ -73,20 +101,30 @@ def plan() -> list[PlannedRun]:
         elif protocol in PROTOCOLS:
             runs.append(PlannedRun(protocol, (EMBEDDED,), "embedded", QUICK_LOOK))
         if protocol == LADDER:
-            runs.append(PlannedRun(protocol, (f"{EMBEDDED}-wiki",), "trained", LADDER_RUN))
+            runs.append(PlannedRun(protocol, LADDER_MODELS, "trained", LADDER_RUN))
     runs.append(PlannedRun(FORMAT_LADDER, tuple(sorted(REFERENCE)), "reference", {}))
     runs.append(PlannedRun(FORMAT_LADDER, FORMAT_LADDER_MODELS, "trained", LADDER_RUN))
     return runs
 
 
-def seed_cache(source: Path, run_dir: Path) -> bool:
-    """Start ``run_dir`` from the response cache of ``source`` unless it has one of its own; True if copied."""
-    src, dst = source / "cache.sqlite", run_dir / "cache.sqlite"
-    if not src.exists() or dst.exists():
-        return False
-    run_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, dst)
-    return True
+def seed_cache(source: Path, run_dir: Path) -> int:
+    """Add to ``run_dir``'s response cache the responses of ``source``'s that it lacks (its own are never
+    replaced); how many were added. The keys hold the model, its weights and every setting, so a
+    response is only ever read back for the very request that made it."""
+    from topoeval.models.cache import ResponseCache
+
+    src = source / "cache.sqlite"
+    if not src.exists():
+        return 0
+    cache = ResponseCache(run_dir / "cache.sqlite")
+    try:
+        before = cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        cache.db.execute("ATTACH DATABASE ? AS source", (str(src),))
+        cache.db.execute("INSERT OR IGNORE INTO responses SELECT key, value FROM source.responses")
+        cache.db.execute("DETACH DATABASE source")
+        return cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] - before
+    finally:
+        cache.close()
 
 
 def main(out: Path = Path("results")) -> None:
@@ -101,11 +139,59 @@ def main(out: Path = Path("results")) -> None:
                                  **item.options).run_dir)
         print(f"{item.protocol} ({item.folder}): done", flush=True)
     hub = out / "hub"
-    if hub.exists():
-        shutil.rmtree(hub)
+    if hub.exists():  # all but the sweeps, which run_sweeps refreshes only where it can
+        for child in hub.iterdir():
+            if child.name != "sweeps":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
     stage(runs, hub, REPO_ID, episodes=False)
-    (out / "README.md").write_text(results_readme((hub / "README.md").read_text(encoding="utf-8")), encoding="utf-8")
+    run_sweeps(board, hub / "sweeps")
+    card = (hub / "README.md").read_text(encoding="utf-8") + sweeps_section(hub / "sweeps")
+    (hub / "README.md").write_text(card, encoding="utf-8")
+    (out / "README.md").write_text(results_readme(card), encoding="utf-8")
     print(f"wrote {hub} and {out / 'README.md'}")
+
+
+def run_sweeps(board: Path, published: Path) -> None:
+    """Each of :data:`SWEEPS` whose record and checkpoints are here: evaluated into ``board``, its
+    summary, tables and plot copied to ``published/sweep-<model>/``; the others skipped in one line."""
+    from topoeval.api import run_sweep
+    from topoeval.core.errors import UserError
+    from topoeval.training.checkpoints import checkpoint_points, read_record
+
+    for planned in SWEEPS:
+        try:
+            record, path = read_record(Path(planned.record))
+            folder = board / SWEEP_PROTOCOL / f"sweep-{record['model']}"
+            points = checkpoint_points(record, folder / "adapters", every=planned.every)
+        except (UserError, OSError) as exc:
+            print(f"sweep of {planned.record}: skipped, its committed results kept ({exc}; `{planned.command}` "
+                  "leaves the checkpoints)", flush=True)
+            continue
+        seed_cache(board / COLLAPSE[0] / "collapse", folder / "run")
+        info = {"model": record["model"], "method": record.get("method", "sft"), "record": planned.record,
+                "steps": record["steps"], "every": planned.every or (record.get("checkpoints") or {}).get("every")}
+        run_sweep(SWEEP_PROTOCOL, points, folder, training=info, adapters=folder / "adapters", progress=False,
+                  **SWEEP_RUN)
+        target = published / folder.name
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for name in ("summary.json", "report.md", "report.html", "sweep.png"):
+            shutil.copyfile(folder / name, target / name)
+        print(f"sweep of {record['model']}: done", flush=True)
+
+
+def sweeps_section(published: Path) -> str:
+    """The card's section on transfer over training: each published sweep's table (its report.md)."""
+    reports = sorted(published.glob("sweep-*/report.md"))
+    if not reports:
+        return ""
+    parts = ["", "## Transfer over training", ""]
+    for report in reports:
+        body = report.read_text(encoding="utf-8").split("\n", 1)[1].strip()  # its own title dropped
+        body = body.replace("](sweep.png)", f"](sweeps/{report.parent.name}/sweep.png)")
+        parts += [f"### {report.parent.name.removeprefix('sweep-')}", "", body, ""]
+    return "\n".join(parts)
 
 
 def results_readme(card: str) -> str:
