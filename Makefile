@@ -130,9 +130,12 @@ bench: $(STAMP)
 bench-local: $(STAMP)
 	$(BIN)/python bench/local_models.py
 
-# Regenerates the committed results/ snapshot (reference policies + the embedded model on every
-# shipped protocol; results/README.md is the leaderboard). 26 minutes on 2 cores here (shared
-# with a test run), nearly all of it the embedded model; re-running resumes.
+# Regenerates the committed results/ snapshot (reference policies + the embedded model and its
+# SFT and GRPO adapters on every shipped protocol; results/README.md is the leaderboard) and the
+# transfer-over-training sweeps where their training checkpoints are on this machine (make train
+# METHOD=grpo leaves the GRPO run's; `topoeval train wiki_to_travel --tasks 200 --epochs 1
+# --keep-checkpoints` the SFT run's); a sweep without them is skipped and its published results kept.
+# The model runs took 47 minutes on shared cores, the GRPO adapter and both sweeps 18 more; re-running resumes.
 leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
 

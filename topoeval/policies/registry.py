@@ -4,7 +4,7 @@
 |---|---|
 | ``oracle``, ``oracle-<flaw>``, ``oracle-quit-early``, ``noop``, ``random`` | reference policies |
 | ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in a llama-server process topoeval runs |
-| ``smollm2-135m-wiki``, ``smollm2-135m-travel`` | the embedded model with a LoRA adapter trained on that topology (shipped, or in a ``$TOPOEVAL_ADAPTERS`` folder; :mod:`topoeval.models.adapters`), on the same server |
+| ``smollm2-135m-wiki``, ``smollm2-135m-travel``, ``smollm2-135m-wiki-grpo`` | the embedded model with a LoRA adapter trained on that topology (``-grpo``: then GRPO) (shipped, or in a ``$TOPOEVAL_ADAPTERS`` folder; :mod:`topoeval.models.adapters`), on the same server |
 | ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in a llama-server process topoeval runs |
 | ``hf:PATH`` or a folder with ``config.json`` | a Hugging Face checkpoint through transformers |
 | ``direct:NAME`` (with ``--api-base``) | the lean aiohttp path to an OpenAI-compatible server |
