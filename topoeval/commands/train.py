@@ -30,7 +30,7 @@ def train(
                                                                  "200).")] = None,
     epochs: Annotated[float, typer.Option(min=0.01, help="sft: passes over the conversations.")] = 2.0,
     max_steps: Annotated[int | None, typer.Option(min=1, help="Stop after this many steps (sft: overrides --epochs; "
-                                                              "grpo: default 16).")] = None,
+                                                              "grpo: default 40).")] = None,
     data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders "
                                                          "(repeatable).")] = None,
     learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo "
