@@ -47,6 +47,17 @@ class ResponseCache:
     def put(self, key: str, message: AssistantMessage) -> None:
         self.db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)", (key, message.model_dump_json()))
 
+    def merge_from(self, path: str | Path) -> int:
+        """Add the responses of the cache file at ``path`` that this one lacks (its own are never
+        replaced); how many were added."""
+        before = self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        self.db.execute("ATTACH DATABASE ? AS source", (str(path),))
+        try:
+            self.db.execute("INSERT OR IGNORE INTO responses SELECT key, value FROM source.responses")
+        finally:
+            self.db.execute("DETACH DATABASE source")
+        return self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] - before
+
     def close(self) -> None:
         self.db.close()
 

@@ -118,11 +118,7 @@ def seed_cache(source: Path, run_dir: Path) -> int:
         return 0
     cache = ResponseCache(run_dir / "cache.sqlite")
     try:
-        before = cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-        cache.db.execute("ATTACH DATABASE ? AS source", (str(src),))
-        cache.db.execute("INSERT OR IGNORE INTO responses SELECT key, value FROM source.responses")
-        cache.db.execute("DETACH DATABASE source")
-        return cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] - before
+        return cache.merge_from(src)
     finally:
         cache.close()
 
