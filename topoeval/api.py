@@ -25,6 +25,7 @@ from topoeval.analysis.summary import build_summary
 from topoeval.analysis.sweep import SweepPoint
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
+from topoeval.models.adapters import ENV as ADAPTERS_ENV
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.config import Executor, RunConfig
@@ -309,17 +310,17 @@ def run_sweep(protocol: str | Path, points: list[SweepPoint], out: str | Path, *
         raise UserError("two sweep points share a step")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    previous = os.environ.get("TOPOEVAL_ADAPTERS")
+    previous = os.environ.get(ADAPTERS_ENV)
     if adapters is not None:
-        os.environ["TOPOEVAL_ADAPTERS"] = os.pathsep.join(filter(None, [str(adapters.resolve()), previous]))
+        os.environ[ADAPTERS_ENV] = os.pathsep.join(filter(None, [str(adapters.resolve()), previous]))
     try:
         result = run_protocol(protocol, [p.model for p in points], out / "run", shots=[baseline], **settings)
     finally:
         if adapters is not None:
             if previous is None:
-                os.environ.pop("TOPOEVAL_ADAPTERS", None)
+                os.environ.pop(ADAPTERS_ENV, None)
             else:
-                os.environ["TOPOEVAL_ADAPTERS"] = previous
+                os.environ[ADAPTERS_ENV] = previous
     summary = json.loads((Path(result.run_dir) / "summary.json").read_text(encoding="utf-8"))
     sweep = sweep_curves(summary, points, baseline=f"{baseline}-shot", training=training)
     sweep["run_dir"] = str(result.run_dir)

@@ -33,15 +33,13 @@ def sweep(
     """Evaluate every kept checkpoint of a training run on the protocol's ID and OOD topologies (and ladder):
     success and dq against the training step with 95 % CIs (summary.json, sweep.png, report.md/html)."""
     from topoeval.api import run_sweep
-    from topoeval.training.checkpoints import checkpoint_points, read_record
+    from topoeval.training.checkpoints import checkpoint_points, read_record, sweep_training
 
     record, path = read_record(training)
     protocol = protocol or record["protocol"]
     folder = Path(out or Path("results") / Path(protocol).stem / f"sweep-{record['model']}")
     points = checkpoint_points(record, folder / "adapters", work_dir, every)
-    info = {"model": record["model"], "method": record.get("method", "sft"), "record": str(path),
-            "steps": record["steps"], "every": (record.get("checkpoints") or {}).get("every")
-            or (record.get("config") or {}).get("save_steps")}
+    info = sweep_training(record, path, every)
     given = {"tasks": tasks, "max_turns": max_turns, "max_tokens": max_tokens}
     settings = {k: v for k, v in given.items() if v is not None}
     result = run_sweep(protocol, points, folder, training=info, adapters=folder / "adapters", baseline=shots,

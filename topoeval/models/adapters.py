@@ -47,6 +47,20 @@ def adapter_name(topology: str) -> str:
     return f"{BASE_NAME}-{topology}"
 
 
+def grpo_adapter_name(topology: str) -> str:
+    """The model name of a GRPO adapter trained on ``topology``."""
+    return adapter_name(topology) + GRPO_SUFFIX
+
+
+def _trained_on(model: str) -> tuple[str, str]:
+    """(train topology, ``topoeval train`` method flag) an adapter name says: ``smollm2-135m-wiki-grpo``
+    is ('wiki', ' --method grpo'); '' for a name that is no adapter's."""
+    name = adapter_topology(model) or ""
+    if name.endswith(GRPO_SUFFIX):
+        return name.removesuffix(GRPO_SUFFIX), " --method grpo"
+    return name, ""
+
+
 def adapter_topology(model: str) -> str | None:
     """``wiki`` for ``smollm2-135m-wiki``; None when ``model`` is not an adapter name."""
     m = _NAME.match(model)
@@ -81,8 +95,8 @@ def adapter_files(model: str, folder: Path | None = None) -> tuple[Path, Path]:
 
 def is_adapter_model(model: str) -> bool:
     """A name this module resolves: a shipped adapter name, or one whose file exists."""
-    topo = adapter_topology(model)
-    return topo is not None and (topo.removesuffix(GRPO_SUFFIX) in TRAINED_BY or adapter_files(model)[0].is_file())
+    return adapter_topology(model) is not None and (_trained_on(model)[0] in TRAINED_BY
+                                                    or adapter_files(model)[0].is_file())
 
 
 def adapter_path(model: str) -> str:
@@ -129,8 +143,7 @@ def _recorded_sha256(model: str, record: Path, path: Path) -> str:
 def _remedy(model: str, path: Path) -> str:
     """What puts a good copy of ``model``'s adapter in place: reinstalling for a shipped adapter in the
     shipped folder, training for any other."""
-    name = adapter_topology(model) or ""
-    topo, method = (name.removesuffix(GRPO_SUFFIX), " --method grpo") if name.endswith(GRPO_SUFFIX) else (name, "")
+    topo, method = _trained_on(model)
     protocol = TRAINED_BY.get(topo)
     if protocol is not None and path.parent == ADAPTERS_DIR:
         checkout = source_checkout()

@@ -152,11 +152,11 @@ def run_sweeps(board: Path, published: Path) -> None:
     summary, tables and plot copied to ``published/sweep-<model>/``; the others skipped in one line."""
     from topoeval.api import run_sweep
     from topoeval.core.errors import UserError
-    from topoeval.training.checkpoints import checkpoint_points, read_record
+    from topoeval.training.checkpoints import checkpoint_points, read_record, sweep_training
 
     for planned in SWEEPS:
         try:
-            record, path = read_record(Path(planned.record))
+            record = read_record(Path(planned.record))[0]
             folder = board / SWEEP_PROTOCOL / f"sweep-{record['model']}"
             points = checkpoint_points(record, folder / "adapters", every=planned.every)
         except (UserError, OSError) as exc:
@@ -164,10 +164,8 @@ def run_sweeps(board: Path, published: Path) -> None:
                   "leaves the checkpoints)", flush=True)
             continue
         seed_cache(board / COLLAPSE[0] / "collapse", folder / "run")
-        info = {"model": record["model"], "method": record.get("method", "sft"), "record": planned.record,
-                "steps": record["steps"], "every": planned.every or (record.get("checkpoints") or {}).get("every")}
-        run_sweep(SWEEP_PROTOCOL, points, folder, training=info, adapters=folder / "adapters", progress=False,
-                  **SWEEP_RUN)
+        run_sweep(SWEEP_PROTOCOL, points, folder, training=sweep_training(record, planned.record, planned.every),
+                  adapters=folder / "adapters", progress=False, **SWEEP_RUN)
         target = published / folder.name
         if target.exists():
             shutil.rmtree(target)

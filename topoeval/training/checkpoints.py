@@ -41,6 +41,15 @@ def _is_record(path: Path) -> bool:
     return isinstance(data, dict) and "steps" in data and "config" in data and "model" in data
 
 
+def sweep_training(record: dict[str, Any], path: str | Path, every: int | None = None) -> dict[str, Any]:
+    """What a sweep's summary says of the training it evaluates: its model, method, record and steps,
+    and how far apart the evaluated checkpoints are (``every`` when the sweep picks every ``every``-th,
+    else the run's checkpoint interval)."""
+    return {"model": record["model"], "method": record.get("method", "sft"), "record": str(path),
+            "steps": record["steps"], "every": every or (record.get("checkpoints") or {}).get("every")
+            or (record.get("config") or {}).get("save_steps")}
+
+
 def checkpoint_folder(record: dict[str, Any], work_dir: str | Path | None = None) -> Path:
     """Where the run's checkpoints are: ``work_dir``/checkpoints, the record's, or ./runs/train/<name>/checkpoints."""
     if work_dir is not None:

@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
-from topoeval.models.adapters import adapter_name
+from topoeval.models.adapters import adapter_name, grpo_adapter_name
 from topoeval.training.sft import (
     ADAPTERS_OUT,
     RUNS,
@@ -130,7 +130,7 @@ def train_grpo(cfg: GrpoConfig, command: str = "", callbacks: list | None = None
 
     protocol = load_protocol(cfg.protocol)
     topo_name = protocol.train.name
-    name = cfg.name or adapter_name(topo_name) + "-grpo"
+    name = cfg.name or grpo_adapter_name(topo_name)
     work = Path(cfg.work_dir or RUNS / "train" / name)
     out_dir = Path(cfg.out_dir or ADAPTERS_OUT)
     init = _init_adapter(cfg, topo_name)
