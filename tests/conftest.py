@@ -1,3 +1,4 @@
+import os
 import signal
 import sys
 from pathlib import Path
@@ -12,6 +13,12 @@ FIXTURE_SUITES = Path(__file__).resolve().parent / "fixtures" / "suites"
 # with SIGINT would then see it run on. A handler (unlike SIG_IGN) is reset to the default on exec.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Under pytest-xdist a llama-server runs beside a second worker: with a thread per core its threads,
+# which spin while they wait for each other, lose the core the worker holds (the files that start one
+# ran 3-6 times slower than alone). One thread leaves that core to the worker.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("TOPOEVAL_LOCAL_THREADS", "1")
 
 
 @pytest.fixture
@@ -96,3 +103,37 @@ def echo_protocol(tmp_path):
         return p
 
     return make
+
+
+#: The test files that start llama-server (each has a ``local_model`` test; collection checks the list).
+#: Under pytest-xdist they share one worker, in turn: two servers, whose threads spin on every core, ran
+#: at once in a trial with plain ``--dist loadfile`` and a 2-minute file took over 6.
+LLAMA_SERVER_FILES = (
+    "tests/commands/test_sweep.py", "tests/formats/test_embedded_formats.py", "tests/models/test_adapters.py",
+    "tests/models/test_llama_server_faults.py", "tests/models/test_llamacpp.py",
+    "tests/models/test_llamacpp_build.py", "tests/models/test_llamacpp_template.py", "tests/models/test_weights.py",
+    "tests/runner/test_identity.py", "tests/training/test_grpo.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A new file with a ``local_model`` test must join :data:`LLAMA_SERVER_FILES`."""
+    files = {item.path.relative_to(ROOT).as_posix() for item in items if item.get_closest_marker("local_model")}
+    if missing := sorted(files - set(LLAMA_SERVER_FILES)):
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(missing)} to LLAMA_SERVER_FILES "
+                                "(files with local_model tests run on one xdist worker, in turn)")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs ``-n 2``: each file's tests on one worker (its module fixtures run once), and
+    the files of :data:`LLAMA_SERVER_FILES` as one unit, so one llama-server runs at a time. (xdist's
+    ``--dist loadgroup`` would do this with markers, but under pytest 9.2 it does not group.)"""
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "llama-server" if path in LLAMA_SERVER_FILES else path
+
+    return Scheduling(config, log)

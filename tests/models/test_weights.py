@@ -25,6 +25,7 @@ class Answers(Policy):
         return AssistantMessage(content=self.text)
 
 
+@pytest.mark.local_model
 def test_an_adapters_fingerprint_is_its_files_sha256(tmp_path, monkeypatch):
     from tests.models.llama_procs import require_server
 

@@ -59,6 +59,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _cmdline(pid: int) -> str:
+    """A process's command line; "" once it has gone (a child can exit between listing and reading)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -77,8 +85,7 @@ def test_sigterm_stops_every_worker_and_keeps_their_episodes(tmp_path, echo_prot
     deadline = time.monotonic() + 60
     workers: list[int] = []
     while time.monotonic() < deadline:
-        workers = [c for c in _children(proc.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")] \
-            if _alive(proc.pid) else []
+        workers = [c for c in _children(proc.pid) if "spawn_main" in _cmdline(c)] if _alive(proc.pid) else []
         done = sum(len(read_records(p)) for p in out.glob("episodes.shard-*-of-2.jsonl")) if out.exists() else 0
         if len(workers) == 2 and done >= 4:
             break

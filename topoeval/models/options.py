@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from topoeval.core.choices import ToolMode  # noqa: F401  (re-exported: the enum of tool_mode)
+from topoeval.core.errors import UserError
 from topoeval.models.replicas import split_urls
+
+#: The environment variable that sets the local models' CPU threads when n_threads is not given (a
+#: machine shared with other work: ``make test`` sets 1 for its llama-servers beside a second worker).
+THREADS_ENV = "TOPOEVAL_LOCAL_THREADS"
+
+
+def threads_from_env() -> int | None:
+    """``$TOPOEVAL_LOCAL_THREADS`` as a thread count; None (all cores) when unset or empty."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(f"${THREADS_ENV}={value!r}: give a number of threads (1 or more), or unset it for all cores")
+    return int(value)
 
 
 class ModelOptions(BaseModel):
@@ -31,7 +47,9 @@ class ModelOptions(BaseModel):
     max_backoff_s: float = Field(default=60.0, gt=0, description="Longest wait between retries.")
     n_ctx: int = Field(default=8192,
                        description="Context window for local llama.cpp models (SmolLM2 was trained on 8192).")
-    n_threads: int | None = Field(default=None, description="CPU threads for local models (default: all cores).")
+    n_threads: int | None = Field(default_factory=threads_from_env, description=(
+        "CPU threads for local models (default: $TOPOEVAL_LOCAL_THREADS, else all cores); run.json's "
+        "inference fingerprint records it."))
     local_slots: int | None = Field(default=None, ge=1, description=(
         "Slots per model on its local llama-server: sequences decoded together (continuous batching; default 1). "
         "It is the model's default concurrency too, and run.json's inference fingerprint records it."))
