@@ -62,11 +62,11 @@ VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
 OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-# lint and type-check first (ruff under a second; mypy about 12 s on a clean clone, under 1 s with its cache;
-# [tool.ruff] and [tool.mypy] in pyproject.toml), then the tests; `make lint` alone runs the first two
 # The main suite on TEST_WORKERS pytest-xdist workers: a file's tests on one worker, the files that start
 # llama-server on one worker in turn (tests/conftest.py's scheduler); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
+# lint and type-check first (ruff under a second; mypy about 12 s on a clean clone, under 1 s with its cache;
+# [tool.ruff] and [tool.mypy] in pyproject.toml), then the tests; `make lint` alone runs the first two
 test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-adapters

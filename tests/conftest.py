@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from topoeval.models.options import THREADS_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_SUITES = Path(__file__).resolve().parent / "fixtures" / "suites"
 
@@ -18,7 +20,7 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # which spin while they wait for each other, lose the core the worker holds (the files that start one
 # ran 3-6 times slower than alone). One thread leaves that core to the worker.
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("TOPOEVAL_LOCAL_THREADS", "1")
+    os.environ.setdefault(THREADS_ENV, "1")
 
 
 @pytest.fixture
