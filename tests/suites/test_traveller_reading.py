@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data"
 FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.tsv",
          "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv",
          "round5": "traveller_questions_round5.tsv", "round6": "traveller_questions_round6.tsv",
-         "round7": "traveller_questions_round7.tsv"}
+         "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:

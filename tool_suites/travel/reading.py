@@ -50,6 +50,10 @@ are not read.
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
    ``which``, ``leave from``, "departure and arrival cities").
+   A question offering a service (``notify``, ``reminder``, ``alert``) asks about neither budget nor dates
+   ("notify you if the fare drops?", "a reminder 24 hours before you leave?"); with a payment method
+   named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
+   "the airline's cancellation policy" names no airline choice. ``stay under``/``go above`` bound the fare.
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -126,14 +130,14 @@ TRAVEL_VERBS = _cue("go", "going", "fly", "flying", "head", "headed", "heading",
 PRIORITY = _cue("priority", "priorities", "prioritise", "prioritize", "important", "importance", "rank", "ranking",
                 "precedence", "trade", "tradeoff", "compromise", "sacrifice", "outrank", "outweigh", "negotiable",
                 "conflict", "clash", "versus", "vs", "relax", "criterion", "criteria", "consideration", "weigh",
-                "optimise", "optimize", "forgo", "loosen")
+                "optimise", "optimize", "forgo", "loosen", "dealbreaker", "dealbreakers")
 #: priority words that, next to a city event, are about the event ("dates that clash with a festival")
 EVENT_CLASH = _cue("conflict", "clash")
 #: "prioritise" with one wish named asks about that wish ("an airline you'd like me to prioritise")
 PRIORITISE = _cue("prioritise", "prioritize", "prioritising", "prioritizing")
 #: nouns for the wishes as such ("which requirement is the most flexible")
 WISH_NOUNS = _cue("requirement", "requirements", "wish", "wishes", "preference", "preferences", "constraint",
-                  "constraints")
+                  "constraints", "rule", "rules", "condition", "conditions")
 #: pairs of neighbouring stems that do the same
 PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("matters", "most"), ("matters", "more"), ("matter", "most"), ("matter", "more"), ("care", "more"),
@@ -144,6 +148,7 @@ PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("put", "first"), ("drop", "first"), ("matters", "least"), ("matter", "least"), ("care", "least"),
     ("value", "more"), ("value", "most"), ("hard", "requirement"),
     ("hard", "constraint"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
+    ("mind", "least"), ("mind", "most"), ("in", "exchange"), ("in", "return"),
 )}
 #: two-word compounds whose meaning is not their words' (a trade fair is an event, priority boarding a
 #: service, a budget carrier an airline, paying by card a method, a departure city the origin)
@@ -158,11 +163,12 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("price", "alert", "service"), ("price", "alerts", "service"), ("fare", "alert", "service"),
     ("arrival", "city", "destination"), ("arrival", "airport", "destination"),
     ("taking", "place", "happening"), ("take", "place", "happening"), ("with", "company", "companion"),
+    ("date", "format", "format"), ("time", "zone", "format"),
 )}
 #: when a question names two wishes, these words make it a choice between them
 CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value")
 #: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
-DROP = _cue("drop", "skip", "lose", "bend", "abandon")
+DROP = _cue("drop", "skip", "lose", "bend", "abandon", "break")
 #: after "which" these make it a pronoun ("which should I prefer?"), not a slot's determiner ("which airline")
 #: verbs that rank one wish above another ("should price beat the airline?", "which should win?")
 OUTRANK = _cue("beat", "win", "trump", "outrank", "override")
@@ -177,6 +183,23 @@ HOW_MUCH_NEXT = _cue("can", "could", "are", "is", "do", "does", "would", "will",
                      "at", "of", "max", "in", "would", "too", "i")
 FLYING = _cue("fly", "flying", "flight", "flights", "operate", "operates", "operated", "travel", "airline", "book")
 HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
+#: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
+BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
+    ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
+)}
+#: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
+#: the question asks whether to set it up, not the budget or the dates
+NOTIFY = _cue("notify", "notification", "notifications", "remind", "reminder", "reminders", "alert", "alerts")
+#: a payment method named: "pay" asks how, not how much ("how would you like to pay, by card or PayPal?")
+PAY_METHODS = _cue("card", "paypal", "cash", "debit", "credit", "venmo", "transfer", "cheque", "check")
+PAY_WORDS = _cue("pay", "payment", "charge")
+#: the currency prices are shown in ("displayed in euros or in dollars") is a display choice, not the budget
+DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted")
+CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
+#: things an airline has: "the airline's cancellation policy" is about the policy, not which airline
+AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
+                      "fees", "terms", "cancellation", "refund", "refunds", "rules")
+AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
                     "proceed", "confirm", "lock")
@@ -231,9 +254,11 @@ class Reader:
             return Reading("ask", ["priority"])
         slots: list[str] = []
         for clause in CLAUSE.split(asking):
-            for s in self._clause_slots(stems(clause or "")):
+            for s in self._clause_slots(stems(clause or ""), words):
                 if s not in slots:
                     slots.append(s)
+        if set(words) & NOTIFY:  # "notify you if the fare drops?", "a reminder 24 hours before you leave?"
+            slots = [s for s in slots if s not in ("budget", "dates")]
         if asking is not question:  # the question refers back to its context
             if not slots and "which" in words and len(self._mentions(stems(question))) >= 2:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
@@ -280,8 +305,10 @@ class Reader:
         pairs = list(zip(words, words[1:]))
         if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS:  # "which one should I drop?"
             return True
-        if "which" in ws and any(a == "which" and b in WISH_NOUNS for a, b in pairs):  # "which preference..."
-            return True
+        if "which" in ws and any(a == "which" and (b in WISH_NOUNS or b == "of" and words[i + 2:i + 4]
+                                                   and set(words[i + 2:i + 4]) & WISH_NOUNS)
+                                 for i, (a, b) in enumerate(pairs)):
+            return True  # "which preference...", "which of your rules..."
         which_pronoun = "which" in ws and any(a == "which" and b in WHICH_PRONOUN for a, b in pairs)
         if ws & OUTRANK and (which_pronoun or len(self._mentions(words)) >= 2):  # "should price beat the airline?"
             return True
@@ -291,6 +318,12 @@ class Reader:
                 if left and right and left != right:
                     return True
         mentioned = len(self._mentions(words))
+        if mentioned >= 2 and "if" in ws and ws & {stem("meant"), stem("means")}:
+            return True  # "accept a different airline if it meant flying on your date?"
+        if "or" in ws and ws & {stem("prefer"), stem("rather")}:  # each side of the "or" a package of two wishes
+            i = words.index("or")
+            if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
+                return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
         if which_pronoun and mentioned >= 2 and ws & (CHOICE | {stem("prefer")}):
             return True  # "the cheapest is on the wrong airline: which should I prefer?"
         if mentioned >= 2:  # a choice between two wishes
@@ -301,10 +334,12 @@ class Reader:
     def _names_airline(self, words: list[str]) -> bool:
         return any(_contains(words, name) for name in self._airlines)
 
-    def _clause_slots(self, words: list[str]) -> list[str]:
+    def _clause_slots(self, words: list[str], question: list[str] = ()) -> list[str]:
+        """The slots one clause asks; ``question`` is the whole asking text's stems (a payment method or a
+        currency named in another clause changes what "pay" or "prices" mean here)."""
         if not words:
             return []
-        ws = set(words)
+        ws, whole = set(words), set(question) | set(words)
         # "something going on in the city" is an event (not "going on a trip")
         if ws & EVENTS or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
             return ["events"]
@@ -313,10 +348,17 @@ class Reader:
         how_much = any(a == "how" and b == "much" and (i + 2 < len(words) and words[i + 2] in HOW_MUCH_NEXT or
                                                        i + 2 == len(words))
                        for i, (a, b) in enumerate(zip(words, words[1:])))
-        if ws & BUDGET or how_much or (stem("your"), stem("means")) in pairs:
+        budget_cues = ws & BUDGET
+        if whole & PAY_METHODS:
+            budget_cues -= PAY_WORDS
+        if whole & DISPLAY and whole & CURRENCIES:
+            budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare")}
+        if budget_cues or how_much or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS:
             out.append("budget")
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
+        if ws & AIRLINE_THINGS and not ws & AIRLINE_CHOICE:  # "the airline's cancellation policy"
+            airline_cues = set()
         if (airline_cues or self._names_airline(words) or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}):
             out.append("airline")
@@ -359,6 +401,10 @@ def _date_cues(words: list[str]) -> set[str]:
         after = words[i + 1] if i + 1 < len(words) else ""
         if w == "when" and after in WHEN_NOT:
             continue
+        if w == "when" and after == "you" and i + 2 < len(words) and words[i + 2] in ARRIVAL:
+            continue  # "a rental car when you land?"
+        if w in (stem("leave"), stem("depart")) and before == "you" and i >= 2 and words[i - 2] in TIME_PREPOSITIONS:
+            continue  # "a reminder 24 hours before you leave"
         if w == stem("departure") and before in TIME_PREPOSITIONS:
             continue
         if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
@@ -382,6 +428,9 @@ def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
     n = len(seq)
     return n > 0 and any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))
 
+
+#: "when you land": a conjunction about arriving, not a question about the date
+ARRIVAL = _cue("land", "arrive", "get", "reach", "return")
 
 #: after "when" these make it a conjunction about the booking, not a question about the date
 WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we")
