@@ -1,7 +1,7 @@
 """Reproduce the published wiki_to_travel numbers — the kind of script a paper ships.
 
     python examples/reproduce_wiki_to_travel.py                  # reference policies (~30 s)
-    python examples/reproduce_wiki_to_travel.py --with-models    # + the trained-model collapse (base, wiki, travel)
+    python examples/reproduce_wiki_to_travel.py --with-models    # + the trained-model collapse (base, SFT wiki and travel, GRPO wiki)
     python examples/reproduce_wiki_to_travel.py --published ORG/NAME   # numbers from a Hub leaderboard
 
 It (1) pins the protocol by its sha256, so an edited protocol cannot pass for the published one;
@@ -24,16 +24,17 @@ from pathlib import Path
 
 import topoeval
 from topoeval.protocol.loader import load_protocol, protocol_hash
+from topoeval.publish.leaderboard import COLLAPSE_MODELS, COLLAPSE_RUN
 
 PROTOCOL = "wiki_to_travel"
 #: sha256 of protocols/wiki_to_travel.yaml as published (formatting and comments do not count).
 PROTOCOL_SHA256 = "a848abf7466c23d9f342948fef4fa57cbec69e11e9ec1bdebae2f39694937e7f"
 REFERENCE = ["oracle", "oracle-no-ask", "oracle-reckless", "oracle-no-priority", "oracle-serial",
              "oracle-redundant", "noop"]
-#: the embedded base and the shipped adapters trained on wiki and on travel (adapters/)
-MODELS = ["smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel"]
-#: How their rows were produced (`make leaderboard`'s collapse run).
-COLLAPSE = {"tasks": 12, "shots": [0, 1, 2], "max_turns": 6, "max_tokens": 64}
+#: the embedded base and the shipped adapters (SFT on wiki and on travel, GRPO on wiki), and how their
+#: rows were produced: both come from `make leaderboard`'s own plan, so the two cannot drift apart
+MODELS = list(COLLAPSE_MODELS)
+COLLAPSE = dict(COLLAPSE_RUN)
 METRICS = ("success", "dq")
 SNAPSHOT = Path(__file__).resolve().parents[1] / "results" / "hub" / "data" / "results.parquet"
 
@@ -65,7 +66,7 @@ def fingerprint_change(published: str, reproduced: dict | None) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--with-models", "--with-embedded", action="store_true",
-                        help="also reproduce the rows of the embedded base and its wiki- and travel-trained adapters")
+                        help="also reproduce the rows of the embedded base and its shipped adapters (the collapse run)")
     parser.add_argument("--published", help="Hub dataset repo to read the published numbers from")
     parser.add_argument("--snapshot", type=Path, default=SNAPSHOT, help="results parquet to read (default: the committed one)")
     parser.add_argument("--out", help="run folder root (default: a temporary folder)")
