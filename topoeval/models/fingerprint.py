@@ -40,7 +40,8 @@ def inference_fingerprint(binary: Path, slots: int, n_ctx: int, n_threads: int |
         "build": {k: build[k]
                   for k in ("llama_cpp_python", "ggml_version", "ggml_commit", "cmake_flags", "compiler", "source")
                   if k in build},
-        "batching": {"slots": slots, "n_ctx_per_slot": n_ctx, "continuous_batching": True, "cache_prompt": True},
+        "batching": {"slots": slots, "n_ctx_per_slot": n_ctx, "continuous_batching": True,
+                     "cache_prompt": "within an episode", "server_prompt_cache": False},
         "n_threads": n_threads,
         "cpu": cpu(),
     }

@@ -5,6 +5,12 @@ of its LoRA adapters share one loaded copy of the weights; a request names its a
 (``"lora": [{"id": i, "scale": 1}]``, the others at 0). ``slots`` sequences decode together
 (continuous batching).
 
+The server-wide RAM prompt cache (``--cache-ram``, 8 GiB by default) is off: it restores into a slot
+the KV state of whichever cached prompt shares the longest prefix — saved from any slot, *under any
+adapter* — so an adapter's episode could start from a state another adapter (or the base) computed
+(tests/models/test_llama_server_isolation.py provokes it). Each slot's own
+prompt cache (``cache_prompt``) stays: the policy uses it within an episode only.
+
 Lifecycle (docs/models.md, "Local models"):
 
 - started in a session (process group) of its own, on a free loopback port, its log in a file;
@@ -83,7 +89,9 @@ class LlamaServer:
             # each slot gets n_ctx of its own (a split cache: one sequence's attention never spans another's)
             "--parallel", str(slots), "--ctx-size", str(n_ctx * slots), "--no-kv-unified",
             "--threads", str(self.n_threads), "--threads-batch", str(self.n_threads),
-            "--no-webui", "--alias", "local", *extra_args,
+            "--no-webui", "--alias", "local",
+            # no server-wide prompt cache: it hands one adapter's KV state to another's slot (module docstring)
+            "--cache-ram", "0", *extra_args,
         ]
         for lora in self.loras:
             cmd += ["--lora", lora]

@@ -6,6 +6,14 @@ Every generation step of a turn (:func:`topoeval.models.llamacpp_tools.complete_
 step, the request's LoRA adapter, ``cache_prompt``. Transport, retries and error mapping are
 :class:`~topoeval.models.direct.DirectPolicy`'s.
 
+An episode's tokens depend on the episode alone: each episode is pinned to one slot of its model's
+group, its first request is computed from scratch (``cache_prompt: false``) and its later requests
+reuse only its own earlier KV (``cache_prompt: true``). Reusing the prefix a slot's *previous* episode
+left (the system prompt and tools every episode shares) is faster, but the floats of that prefix depend
+on how it was batched then, so greedy tokens would depend on which episode ran before in the slot —
+they changed with a resumed run, a shard, a restart or the other models on the server (measured in
+tests/models/test_llama_server_isolation.py).
+
 Faults are episodes, not crashes: a server that dies (a signal, an exit) or stops answering is
 restarted — at most :data:`MAX_RESTARTS` times per server — and the turn retried on the new one;
 past that, the model's turns fail with one line naming the model and the crash, which the runner
@@ -16,9 +24,11 @@ CLI exits 3).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import weakref
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +75,8 @@ class SharedServer:
         self.server: LlamaServer | None = None
         self.restarts = 0
         self._lock: asyncio.Lock | None = None
+        #: the event loop and its FIFO lock that takes the models' requests in turn (see :meth:`request`)
+        self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def live_users(self) -> list:
         self._users = [ref for ref in self._users if ref() is not None]
@@ -127,6 +139,26 @@ class SharedServer:
                 raise TransientError(f"llama-server {exc}") from None
             return self.server
 
+    @contextlib.asynccontextmanager
+    async def request(self) -> AsyncIterator[None]:
+        """Hold while one request of a model is in flight, when the server has several models.
+
+        llama-server never batches requests of different adapters together, and each iteration it
+        serves the first busy slot (in slot order) and the slots of the same adapter: a model whose
+        group comes later waited while any earlier one was busy, and with four models running
+        episodes back to back, its requests timed out (15 minutes of retries in a collapse run).
+        Taking the models' requests in turn, first come first served (asyncio's lock is FIFO), costs
+        nothing that batching could have given and starves no one. The wait is not part of a
+        request's timeout. One model alone (any number of slots) is not held."""
+        if len(self.groups) <= 1:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        if self._turns is None or self._turns[0] is not loop:
+            self._turns = (loop, asyncio.Lock())
+        async with self._turns[1]:
+            yield
+
     async def hung(self, server: LlamaServer) -> None:
         """A request to ``server`` timed out: kill it, if it does not answer /health, for a restart."""
         if server is self.server and server.alive() and not await asyncio.to_thread(server.health, 2.0):
@@ -180,6 +212,8 @@ class LlamaServerPolicy(DirectPolicy):
         self.shared.register(self)
         #: episode key -> the slot of this model's group it is pinned to, least recently used first
         self._pins: OrderedDict[str, int] = OrderedDict()
+        #: episodes pinned whose first request has not been answered yet (it is computed from scratch)
+        self._fresh: set[str] = set()
 
     def _slot_for(self, episode: str | None) -> int:
         """The episode's slot: the one it had, else a free one of the group, else the least recently
@@ -196,7 +230,9 @@ class LlamaServerPolicy(DirectPolicy):
         else:
             stale, slot = next(iter(self._pins.items()))
             del self._pins[stale]
+            self._fresh.discard(stale)
         self._pins[key] = slot
+        self._fresh.add(key)
         return slot
 
     @property
@@ -226,23 +262,28 @@ class LlamaServerPolicy(DirectPolicy):
         server = await self.shared.ensure(self.lora_path)
         sampler = self.sampling_args(sampling)
         lora = self.shared.lora_ref(self.lora_path)
-        slot = self._slot_for(CURRENT_EPISODE.get())
+        episode = CURRENT_EPISODE.get()
+        slot = self._slot_for(episode)
 
         async def gen(text: str, n: int, grammar: str | None = None, json_schema: dict | None = None,
                       stop: tuple[str, ...] = (END,)) -> tuple[str, int, int]:
             body: dict[str, Any] = {"model": "local", "prompt": text, "max_tokens": n, "stop": list(stop),
-                                    "cache_prompt": True, "lora": lora, "id_slot": slot, **sampler}
+                                    "cache_prompt": (episode or "") not in self._fresh, "lora": lora,
+                                    "id_slot": slot, **sampler}
             if grammar is not None:
                 body["grammar"] = grammar
             if json_schema is not None:
                 body["json_schema"] = json_schema
             try:
-                data = await self.post_json("/completions", body)
+                async with self.shared.request():
+                    data = await self.post_json("/completions", body)
             except PermanentError as exc:
                 if json_schema in (None, {}) or exc.status != 400:
                     raise
                 body["json_schema"] = {}  # a schema the server cannot turn into a grammar: any JSON
-                data = await self.post_json("/completions", body)
+                async with self.shared.request():
+                    data = await self.post_json("/completions", body)
+            self._fresh.discard(episode or "")  # the slot now holds this episode's own prefix
             try:
                 usage = data.get("usage") or {}
                 return (data["choices"][0]["text"], int(usage.get("prompt_tokens") or 0),
