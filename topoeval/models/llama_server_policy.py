@@ -215,11 +215,10 @@ class LlamaServerPolicy(DirectPolicy):
         #: episodes pinned whose first request has not been answered yet (it is computed from scratch)
         self._fresh: set[str] = set()
 
-    def _slot_for(self, episode: str | None) -> int:
+    def _slot_for(self, key: str) -> int:
         """The episode's slot: the one it had, else a free one of the group, else the least recently
         used (at most ``slots`` episodes of a model run at once, so that one's episode has ended)."""
         group = self.shared.slot_ids(self.lora_path)
-        key = episode or ""
         if key in self._pins and self._pins[key] in group:
             self._pins.move_to_end(key)
             return self._pins[key]
@@ -262,13 +261,13 @@ class LlamaServerPolicy(DirectPolicy):
         server = await self.shared.ensure(self.lora_path)
         sampler = self.sampling_args(sampling)
         lora = self.shared.lora_ref(self.lora_path)
-        episode = CURRENT_EPISODE.get()
+        episode = CURRENT_EPISODE.get() or ""  # the key of the episode's pin ("" outside an episode)
         slot = self._slot_for(episode)
 
         async def gen(text: str, n: int, grammar: str | None = None, json_schema: dict | None = None,
                       stop: tuple[str, ...] = (END,)) -> tuple[str, int, int]:
             body: dict[str, Any] = {"model": "local", "prompt": text, "max_tokens": n, "stop": list(stop),
-                                    "cache_prompt": (episode or "") not in self._fresh, "lora": lora,
+                                    "cache_prompt": episode not in self._fresh, "lora": lora,
                                     "id_slot": slot, **sampler}
             if grammar is not None:
                 body["grammar"] = grammar
@@ -283,7 +282,7 @@ class LlamaServerPolicy(DirectPolicy):
                 body["json_schema"] = {}  # a schema the server cannot turn into a grammar: any JSON
                 async with self.shared.request():
                     data = await self.post_json("/completions", body)
-            self._fresh.discard(episode or "")  # the slot now holds this episode's own prefix
+            self._fresh.discard(episode)  # the slot now holds this episode's own prefix
             try:
                 usage = data.get("usage") or {}
                 return (data["choices"][0]["text"], int(usage.get("prompt_tokens") or 0),
