@@ -10,7 +10,12 @@ here on a real llama-server, with the embedded model and the shipped adapters:
 - A slot's own prompt cache reuses the prefix its previous request left (the system prompt every
   episode shares); the floats of that prefix depend on how it was batched then, so reusing it moved
   the next-token log-probabilities (by 1.6e-2 here). The policy sends an episode's first request
-  with ``cache_prompt: false`` and reuses only the episode's own prefix after that.
+  with ``cache_prompt: false`` and reuses only the episode's own prefix after that; or it restores
+  into the episode's slot a state of the prefix it shares with its cell, computed once alone and
+  saved, before its first request, and reuses only that state and the episode's own KV after that.
+
+(The default path computes an episode's first request from scratch; the prefix states are behind
+``TOPOEVAL_LOCAL_PREFIX_STATES=1`` until the published numbers are regenerated on them.)
 """
 
 import asyncio
@@ -143,6 +148,66 @@ def test_each_episode_starts_from_scratch_and_then_reuses_its_own_prefix(loras):
             assert flags[0] is False and all(flags[1:]) and len(flags) > 1, (key, flags)
 
 
+def test_with_prefix_states_each_episode_starts_from_the_saved_prefix(loras, monkeypatch):
+    """The policy's requests: before an episode's first, the saved state of the system prompt and
+    tools is restored into its slot (computed once per server), so every request reuses the slot's
+    KV (``cache_prompt: true``). An episode's replies are the same whichever episode ran in the slot
+    before, and on a server that never ran another."""
+    monkeypatch.setenv("TOPOEVAL_LOCAL_PREFIX_STATES", "1")
+    from topoeval.core.policy import SamplingParams
+    from topoeval.models.options import ModelOptions
+    from topoeval.models.replicas import CURRENT_EPISODE
+    from topoeval.policies.registry import make_policy
+
+    tools = [{"type": "function", "function": {"name": "search", "description": "Search Wikipedia.",
+                                               "parameters": {"type": "object",
+                                                              "properties": {"query": {"type": "string"}},
+                                                              "required": ["query"]}}}]
+    asks = {"e": [{"role": "system", "content": "Answer with the search tool."},
+                  {"role": "user", "content": "Who wrote Solaris?"}],
+            "f": [{"role": "system", "content": "Answer with the search tool."},
+                  {"role": "user", "content": "Tell me about lighthouses. " * 40}]}
+
+    async def episodes(order):
+        policy = make_policy("smollm2-135m-wiki", ModelOptions(local_slots=1))
+        sent, post, server_post = [], policy.post_json, policy._post_server
+
+        async def spy(path, body):
+            sent.append((CURRENT_EPISODE.get(), body["cache_prompt"]))
+            return await post(path, body)
+
+        async def server_spy(server, path, body):
+            sent.append((CURRENT_EPISODE.get(), path.split("action=")[-1]))
+            return await server_post(server, path, body)
+
+        policy.post_json, policy._post_server = spy, server_spy
+        replies = {}
+        try:
+            for key in order:
+                token = CURRENT_EPISODE.set(key)
+                try:
+                    first = await policy.complete(asks[key], tools, SamplingParams(max_tokens=24))
+                    follow_up = [*asks[key], {"role": "assistant", "content": "Let me look that up."},
+                                 {"role": "user", "content": "And when?"}]  # extends the first prompt
+                    again = await policy.complete(follow_up, tools, SamplingParams(max_tokens=24))
+                    replies[key] = (first, again)
+                finally:
+                    CURRENT_EPISODE.reset(token)
+        finally:
+            await policy.aclose()
+        return replies, sent
+
+    alone, sent = asyncio.run(episodes(["e"]))
+    after, sent_after = asyncio.run(episodes(["f", "e"]))
+    assert after["e"] == alone["e"]
+    # alone: the prefix computed (from scratch), saved, restored; then the episode's own requests
+    assert sent[:3] == [("e", False), ("e", "save"), ("e", "restore")]
+    assert all(flag is True for _, flag in sent[3:]) and len(sent) > 4
+    # after f: e restores the state f's first request saved, computes nothing
+    e_log = [flag for k, flag in sent_after if k == "e"]
+    assert e_log[0] == "restore" and all(flag is True for flag in e_log[1:]), e_log
+
+
 def test_the_models_of_one_server_take_their_requests_in_turn(loras):
     """llama-server serves the first busy slot's adapter each iteration, so a model in a later slot
     group starved while earlier ones were busy (its requests timed out in a four-model collapse run).
@@ -186,3 +251,35 @@ def test_the_models_of_one_server_take_their_requests_in_turn(loras):
     peak, done = asyncio.run(run(["smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel"]))
     assert peak == 1
     assert {"smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel"} <= set(done[:6])  # no one waits for the rest
+
+
+def test_a_dropped_prefix_state_is_recomputed_to_the_same_replies(loras, monkeypatch):
+    """Past its size limit a server keeps only the most recent prefix state; a cell met again
+    computes its state again, and its episodes answer as they did."""
+    from topoeval.core.policy import SamplingParams
+    from topoeval.models.options import ModelOptions
+    from topoeval.models.replicas import CURRENT_EPISODE
+    from topoeval.policies.registry import make_policy
+
+    monkeypatch.setenv("TOPOEVAL_LOCAL_PREFIX_STATES", "1")
+    cells = {"wiki": "Answer with facts from Wikipedia.", "travel": "Book flights for the user."}
+
+    async def run():
+        policy = make_policy("smollm2-135m-wiki", ModelOptions(local_slots=1))
+        replies = []
+        try:
+            for i, cell in enumerate(["wiki", "travel", "wiki"]):
+                CURRENT_EPISODE.set(f"{cell}-{i}")
+                messages = [{"role": "system", "content": cells[cell]}, {"role": "user", "content": "Name a river."}]
+                replies.append(await policy.complete(messages, [], SamplingParams(max_tokens=12)))
+                policy.shared.prefixes.max_bytes = 1  # room for one state only
+            states = policy.shared.prefixes
+            return (replies, states.computed, states.restored, len(states.saved),
+                    len(list(states.slot_dir.iterdir())), states.slot_dir)
+        finally:
+            await policy.aclose()
+
+    replies, computed, restored, kept, files, slot_dir = asyncio.run(run())
+    assert (computed, restored, kept, files) == (3, 3, 1, 1)
+    assert not slot_dir.exists()  # the states go with their server
+    assert replies[2] == replies[0]

@@ -31,7 +31,8 @@ def cpu() -> dict[str, Any]:
     return {"machine": platform.machine(), "model": model, "features": [f for f in KERNEL_FEATURES if f in flags]}
 
 
-def inference_fingerprint(binary: Path, slots: int, n_ctx: int, n_threads: int | None) -> dict[str, Any]:
+def inference_fingerprint(binary: Path, slots: int, n_ctx: int, n_threads: int | None,
+                          prefix_states: bool = False) -> dict[str, Any]:
     from topoeval.models.llamacpp_build import build_record
 
     build = build_record(binary)
@@ -41,7 +42,9 @@ def inference_fingerprint(binary: Path, slots: int, n_ctx: int, n_threads: int |
                   for k in ("llama_cpp_python", "ggml_version", "ggml_commit", "cmake_flags", "compiler", "source")
                   if k in build},
         "batching": {"slots": slots, "n_ctx_per_slot": n_ctx, "continuous_batching": True,
-                     "cache_prompt": "within an episode", "server_prompt_cache": False},
+                     "cache_prompt": ("a saved state of the prefix shared with the cell, then within an episode"
+                                      if prefix_states else "within an episode"),
+                     "server_prompt_cache": False},
         "n_threads": n_threads,
         "cpu": cpu(),
     }

@@ -9,7 +9,9 @@ The server-wide RAM prompt cache (``--cache-ram``, 8 GiB by default) is off: it 
 the KV state of whichever cached prompt shares the longest prefix — saved from any slot, *under any
 adapter* — so an adapter's episode could start from a state another adapter (or the base) computed
 (tests/models/test_llama_server_isolation.py provokes it). Each slot's own
-prompt cache (``cache_prompt``) stays: the policy uses it within an episode only.
+prompt cache (``cache_prompt``) stays: the policy uses it within an episode only, after restoring
+a saved state of the episode's shared prefix into its slot (``--slot-save-path``, a folder of the
+server's own that goes with it; :mod:`topoeval.models.prefix_states`).
 
 Lifecycle (docs/models.md, "Local models"):
 
@@ -30,6 +32,7 @@ import atexit
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -84,6 +87,8 @@ class LlamaServer:
         self.n_threads = n_threads or os.cpu_count() or 1
         self.port = port or free_port()
         self.startup_timeout_s = startup_timeout_s
+        #: where ``POST /slots/{id}?action=save|restore`` keeps slot states (removed with the server)
+        self.slot_dir = Path(tempfile.mkdtemp(prefix="llama-slots-"))
         cmd = [
             self.binary, "--model", model, "--host", "127.0.0.1", "--port", str(self.port),
             # each slot gets n_ctx of its own (a split cache: one sequence's attention never spans another's)
@@ -91,7 +96,7 @@ class LlamaServer:
             "--threads", str(self.n_threads), "--threads-batch", str(self.n_threads),
             "--no-webui", "--alias", "local",
             # no server-wide prompt cache: it hands one adapter's KV state to another's slot (module docstring)
-            "--cache-ram", "0", *extra_args,
+            "--cache-ram", "0", "--slot-save-path", str(self.slot_dir), *extra_args,
         ]
         for lora in self.loras:
             cmd += ["--lora", lora]
@@ -199,6 +204,7 @@ class LlamaServer:
                 except (ProcessLookupError, PermissionError):
                     self.proc.kill()
                 self.proc.wait()
+        shutil.rmtree(self.slot_dir, ignore_errors=True)
         if not self.log.closed:
             self.log.close()
             if stopped_by_us:

@@ -8,11 +8,18 @@ step, the request's LoRA adapter, ``cache_prompt``. Transport, retries and error
 
 An episode's tokens depend on the episode alone: each episode is pinned to one slot of its model's
 group, its first request is computed from scratch (``cache_prompt: false``) and its later requests
-reuse only its own earlier KV (``cache_prompt: true``). Reusing the prefix a slot's *previous* episode
-left (the system prompt and tools every episode shares) is faster, but the floats of that prefix depend
-on how it was batched then, so greedy tokens would depend on which episode ran before in the slot —
-they changed with a resumed run, a shard, a restart or the other models on the server (measured in
-tests/models/test_llama_server_isolation.py).
+reuse only its own earlier KV (``cache_prompt: true``). Reusing whatever a slot's *previous* episode
+left (the system prompt and tools every episode shares) is faster, but the floats of that prefix
+depend on how it was batched then, so greedy tokens would depend on which episode ran before in the
+slot — they changed with a resumed run, a shard, a restart or the other models on the server
+(measured in tests/models/test_llama_server_isolation.py).
+
+With ``TOPOEVAL_LOCAL_PREFIX_STATES=1`` (experimental, recorded in run.json's fingerprint), the saved
+state of the prefix an episode shares with its cell (system prompt, tools, demonstrations) is instead
+restored into its slot before its first request (:mod:`topoeval.models.prefix_states`): as
+independent of history, without recomputing the prefix per episode. Its greedy tokens differ from
+the from-scratch path's (the prefix is batched apart from the task), so it stays off until the
+published numbers are regenerated on it.
 
 Faults are episodes, not crashes: a server that dies (a signal, an exit) or stops answering is
 restarted — at most :data:`MAX_RESTARTS` times per server — and the turn retried on the new one;
@@ -25,12 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
@@ -42,6 +52,7 @@ from topoeval.models.llamacpp_format import for_chatml_function_calling
 from topoeval.models.llamacpp_tools import END, complete_with_tools
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.options import ModelOptions
+from topoeval.models.prefix_states import PrefixStates
 from topoeval.models.replicas import CURRENT_EPISODE
 from topoeval.models.retry import PermanentError, TransientError
 
@@ -51,6 +62,8 @@ MAX_RESTARTS = 3
 #: overrides. 1: on 2 cores more slots gave no more episodes/s (bench/local_models.py; the grammar-constrained
 #: sampler, not the matrix work, bounds a 135M model) and batching changes greedy outputs.
 DEFAULT_SLOTS = 1
+#: set to "1" to restore saved prefix states instead of computing each episode's first request from scratch
+PREFIX_STATES_ENV = "TOPOEVAL_LOCAL_PREFIX_STATES"
 #: llama-cpp-python's sampling defaults, kept so a sampled (temperature > 0) run means what it meant
 SAMPLER_DEFAULTS = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0}
 
@@ -73,6 +86,8 @@ class SharedServer:
         self.groups: list[str | None] = []
         self._users: list[weakref.ref] = []
         self.server: LlamaServer | None = None
+        #: the prefix states saved on the running server (none on a restarted one)
+        self.prefixes: PrefixStates | None = None
         self.restarts = 0
         self._lock: asyncio.Lock | None = None
         #: the event loop and its FIFO lock that takes the models' requests in turn (see :meth:`request`)
@@ -126,6 +141,7 @@ class SharedServer:
             # spawned here, in the event loop's thread (see llama_server: the death signal)
             self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots * len(self.groups),
                                       n_ctx=self.n_ctx, n_threads=self.n_threads, port=self.port, wait=False)
+            self.prefixes = PrefixStates(self.server.slot_dir)
             try:
                 await self.server.wait_ready_async()
             except ServerDied as exc:
@@ -212,8 +228,10 @@ class LlamaServerPolicy(DirectPolicy):
         self.shared.register(self)
         #: episode key -> the slot of this model's group it is pinned to, least recently used first
         self._pins: OrderedDict[str, int] = OrderedDict()
-        #: episodes pinned whose first request has not been answered yet (it is computed from scratch)
+        #: episodes pinned whose first request has not been answered yet (from scratch, or a restored prefix)
         self._fresh: set[str] = set()
+        #: restore saved prefix states (:data:`PREFIX_STATES_ENV`) rather than compute first requests from scratch
+        self.prefix_states = os.environ.get(PREFIX_STATES_ENV) == "1"
 
     def _slot_for(self, key: str) -> int:
         """The episode's slot: the one it had, else a free one of the group, else the least recently
@@ -245,7 +263,7 @@ class LlamaServerPolicy(DirectPolicy):
         from topoeval.models.fingerprint import inference_fingerprint
 
         return inference_fingerprint(self.binary, slots=self.shared.slots, n_ctx=self.shared.n_ctx,
-                                     n_threads=self.shared.n_threads)
+                                     n_threads=self.shared.n_threads, prefix_states=self.prefix_states)
 
     def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
         args = super().sampling_args(sampling)
@@ -266,9 +284,10 @@ class LlamaServerPolicy(DirectPolicy):
 
         async def gen(text: str, n: int, grammar: str | None = None, json_schema: dict | None = None,
                       stop: tuple[str, ...] = (END,)) -> tuple[str, int, int]:
+            cache_prompt = episode not in self._fresh or (self.prefix_states
+                                                           and await self._restore_prefix(server, slot, text, lora))
             body: dict[str, Any] = {"model": "local", "prompt": text, "max_tokens": n, "stop": list(stop),
-                                    "cache_prompt": episode not in self._fresh, "lora": lora,
-                                    "id_slot": slot, **sampler}
+                                    "cache_prompt": cache_prompt, "lora": lora, "id_slot": slot, **sampler}
             if grammar is not None:
                 body["grammar"] = grammar
             if json_schema is not None:
@@ -303,6 +322,38 @@ class LlamaServerPolicy(DirectPolicy):
                 raise TransientError(f"llama-server {died}; restarting it") from None
             raise
         return message_from_openai(response["choices"][0]["message"], response.get("usage"))
+
+    async def _restore_prefix(self, server: LlamaServer, slot: int, first_prompt: str,
+                              lora: list[dict[str, float]]) -> bool:
+        """Restore the saved state of the episode's shared prefix into its slot (see the module docstring)."""
+        prefixes = self.shared.prefixes
+        if prefixes is None or server is not self.shared.server:
+            return False
+
+        async def compute(prefix: str) -> None:  # the prefix alone, from scratch, under the slot's adapter
+            body = {"model": "local", "prompt": prefix, "max_tokens": 1, "temperature": 0.0,
+                    "cache_prompt": False, "lora": lora, "id_slot": slot}
+            async with self.shared.request():
+                await self.post_json("/completions", body)
+
+        async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            async with self.shared.request():
+                return await self._post_server(server, path, body)
+
+        return await prefixes.restore(slot, self.lora_path, first_prompt, post, compute)
+
+    async def _post_server(self, server: LlamaServer, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST to the server's root (``/slots/...``, outside ``/v1``); any failure is transient: the turn
+        is retried, and starts again from the prefix."""
+        session = self._session if self._session is not None and not self._session.closed else await self._get_session()
+        try:
+            async with session.post(server.url + path, data=json.dumps(body)) as resp:
+                raw = await resp.read()
+        except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+            raise TransientError(f"llama-server {path}: {type(exc).__name__}: {exc}") from exc
+        if resp.status != 200:
+            raise TransientError(f"llama-server {path}: HTTP {resp.status}: {raw[:200]!r}", status=resp.status)
+        return json.loads(raw)
 
     async def aclose(self) -> None:
         await super().aclose()
