@@ -14,8 +14,8 @@ here on a real llama-server, with the embedded model and the shipped adapters:
   into the episode's slot a state of the prefix it shares with its cell, computed once alone and
   saved, before its first request, and reuses only that state and the episode's own KV after that.
 
-(The default path computes an episode's first request from scratch; the prefix states are behind
-``TOPOEVAL_LOCAL_PREFIX_STATES=1`` until the published numbers are regenerated on them.)
+(The saved prefix states are the default; ``local_prefix_states=False`` /
+``TOPOEVAL_LOCAL_PREFIX_STATES=0`` computes each episode's first request from scratch.)
 """
 
 import asyncio
@@ -115,7 +115,7 @@ def test_each_episode_starts_from_scratch_and_then_reuses_its_own_prefix(loras):
                   {"role": "user", "content": "Tell me about lighthouses. " * 40}]}
 
     async def episodes(order):
-        policy = make_policy("smollm2-135m-wiki", ModelOptions(local_slots=1))
+        policy = make_policy("smollm2-135m-wiki", ModelOptions(local_slots=1, local_prefix_states=False))
         sent, post = [], policy.post_json
 
         async def spy(path, body):
@@ -152,8 +152,8 @@ def test_with_prefix_states_each_episode_starts_from_the_saved_prefix(loras, mon
     """The policy's requests: before an episode's first, the saved state of the system prompt and
     tools is restored into its slot (computed once per server), so every request reuses the slot's
     KV (``cache_prompt: true``). An episode's replies are the same whichever episode ran in the slot
-    before, and on a server that never ran another."""
-    monkeypatch.setenv("TOPOEVAL_LOCAL_PREFIX_STATES", "1")
+    before, and on a server that never ran another. (The default: no option given.)"""
+    monkeypatch.delenv("TOPOEVAL_LOCAL_PREFIX_STATES", raising=False)
     from topoeval.core.policy import SamplingParams
     from topoeval.models.options import ModelOptions
     from topoeval.models.replicas import CURRENT_EPISODE
@@ -253,7 +253,7 @@ def test_the_models_of_one_server_take_their_requests_in_turn(loras):
     assert {"smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel"} <= set(done[:6])  # no one waits for the rest
 
 
-def test_a_dropped_prefix_state_is_recomputed_to_the_same_replies(loras, monkeypatch):
+def test_a_dropped_prefix_state_is_recomputed_to_the_same_replies(loras):
     """Past its size limit a server keeps only the most recent prefix state; a cell met again
     computes its state again, and its episodes answer as they did."""
     from topoeval.core.policy import SamplingParams
@@ -261,11 +261,10 @@ def test_a_dropped_prefix_state_is_recomputed_to_the_same_replies(loras, monkeyp
     from topoeval.models.replicas import CURRENT_EPISODE
     from topoeval.policies.registry import make_policy
 
-    monkeypatch.setenv("TOPOEVAL_LOCAL_PREFIX_STATES", "1")
     cells = {"wiki": "Answer with facts from Wikipedia.", "travel": "Book flights for the user."}
 
     async def run():
-        policy = make_policy("smollm2-135m-wiki", ModelOptions(local_slots=1))
+        policy = make_policy("smollm2-135m-wiki", ModelOptions(local_slots=1, local_prefix_states=True))
         replies = []
         try:
             for i, cell in enumerate(["wiki", "travel", "wiki"]):

@@ -1,9 +1,9 @@
-"""ModelOptions' defaults from the environment: the local models' threads."""
+"""ModelOptions' defaults from the environment: the local models' threads and saved prefix states."""
 
 import pytest
 
 from topoeval.core.errors import UserError
-from topoeval.models.options import THREADS_ENV, ModelOptions
+from topoeval.models.options import PREFIX_STATES_ENV, THREADS_ENV, ModelOptions
 
 
 def test_local_threads_default_to_the_environment_else_all_cores(monkeypatch):
@@ -18,4 +18,15 @@ def test_local_threads_default_to_the_environment_else_all_cores(monkeypatch):
 def test_a_bad_thread_count_in_the_environment_is_one_line_naming_the_variable(monkeypatch, value):
     monkeypatch.setenv(THREADS_ENV, value)
     with pytest.raises(UserError, match=THREADS_ENV):
+        ModelOptions()
+
+
+def test_saved_prefix_states_are_on_unless_the_environment_turns_them_off(monkeypatch):
+    monkeypatch.delenv(PREFIX_STATES_ENV, raising=False)
+    assert ModelOptions().local_prefix_states is True
+    monkeypatch.setenv(PREFIX_STATES_ENV, "0")
+    assert ModelOptions().local_prefix_states is False
+    assert ModelOptions(local_prefix_states=True).local_prefix_states is True  # given beats the environment
+    monkeypatch.setenv(PREFIX_STATES_ENV, "yes")
+    with pytest.raises(UserError, match=PREFIX_STATES_ENV):
         ModelOptions()

@@ -14,12 +14,13 @@ depend on how it was batched then, so greedy tokens would depend on which episod
 slot — they changed with a resumed run, a shard, a restart or the other models on the server
 (measured in tests/models/test_llama_server_isolation.py).
 
-With ``TOPOEVAL_LOCAL_PREFIX_STATES=1`` (experimental, recorded in run.json's fingerprint), the saved
-state of the prefix an episode shares with its cell (system prompt, tools, demonstrations) is instead
-restored into its slot before its first request (:mod:`topoeval.models.prefix_states`): as
-independent of history, without recomputing the prefix per episode. Its greedy tokens differ from
-the from-scratch path's (the prefix is batched apart from the task), so it stays off until the
-published numbers are regenerated on it.
+By default (``ModelOptions.local_prefix_states``; ``TOPOEVAL_LOCAL_PREFIX_STATES=0`` turns it off,
+run.json's fingerprint records which path ran) the first request does not recompute the prefix the
+episode shares with its cell (system prompt, tools, demonstrations): a saved state of that prefix,
+computed once per server alone, is restored into the episode's slot before it
+(:mod:`topoeval.models.prefix_states`) — as independent of history, without recomputing the prefix per
+episode. Its greedy tokens differ from the from-scratch path's (the prefix is batched apart from the
+task); the published numbers come from it.
 
 Faults are episodes, not crashes: a server that dies (a signal, an exit) or stops answering is
 restarted — at most :data:`MAX_RESTARTS` times per server — and the turn retried on the new one;
@@ -62,8 +63,6 @@ MAX_RESTARTS = 3
 #: overrides. 1: on 2 cores more slots gave no more episodes/s (bench/local_models.py; the grammar-constrained
 #: sampler, not the matrix work, bounds a 135M model) and batching changes greedy outputs.
 DEFAULT_SLOTS = 1
-#: set to "1" to restore saved prefix states instead of computing each episode's first request from scratch
-PREFIX_STATES_ENV = "TOPOEVAL_LOCAL_PREFIX_STATES"
 #: llama-cpp-python's sampling defaults, kept so a sampled (temperature > 0) run means what it meant
 SAMPLER_DEFAULTS = {"top_k": 40, "min_p": 0.05, "repeat_penalty": 1.0}
 
@@ -230,8 +229,8 @@ class LlamaServerPolicy(DirectPolicy):
         self._pins: OrderedDict[str, int] = OrderedDict()
         #: episodes pinned whose first request has not been answered yet (from scratch, or a restored prefix)
         self._fresh: set[str] = set()
-        #: restore saved prefix states (:data:`PREFIX_STATES_ENV`) rather than compute first requests from scratch
-        self.prefix_states = os.environ.get(PREFIX_STATES_ENV) == "1"
+        #: restore saved prefix states instead of computing first requests from scratch (local_prefix_states)
+        self.prefix_states = options.local_prefix_states
 
     def _slot_for(self, key: str) -> int:
         """The episode's slot: the one it had, else a free one of the group, else the least recently

@@ -26,6 +26,20 @@ def threads_from_env() -> int | None:
     return int(value)
 
 
+#: The environment variable that turns the local models' saved prefix states off ("0") when
+#: local_prefix_states is not given (the from-scratch path, for comparing with numbers made before them).
+PREFIX_STATES_ENV = "TOPOEVAL_LOCAL_PREFIX_STATES"
+
+
+def prefix_states_from_env() -> bool:
+    """``$TOPOEVAL_LOCAL_PREFIX_STATES`` as a switch: on unless it is "0" (unset or empty: on)."""
+    value = os.environ.get(PREFIX_STATES_ENV, "").strip()
+    if value not in ("", "0", "1"):
+        raise UserError(f"${PREFIX_STATES_ENV}={value!r}: give 1 (saved prefix states, the default) or 0 "
+                        "(each episode's first request from scratch)")
+    return value != "0"
+
+
 class ModelOptions(BaseModel):
     """How to reach and drive a model; one instance serves every ``--model`` of a run."""
 
@@ -53,6 +67,11 @@ class ModelOptions(BaseModel):
     local_slots: int | None = Field(default=None, ge=1, description=(
         "Slots per model on its local llama-server: sequences decoded together (continuous batching; default 1). "
         "It is the model's default concurrency too, and run.json's inference fingerprint records it."))
+    local_prefix_states: bool = Field(default_factory=prefix_states_from_env, description=(
+        "Local llama-server models: restore a saved state of the prefix an episode shares with its cell (system "
+        "prompt, tools, demonstrations) before its first request, instead of computing that request from scratch "
+        "(default on; $TOPOEVAL_LOCAL_PREFIX_STATES=0 turns it off). Either way an episode depends on itself "
+        "alone; the two paths' greedy tokens differ, and run.json's inference fingerprint records which ran."))
 
     #: The fields that change what a model is sent or how its reply is read (not only how it is reached):
     #: part of a run's identity and of its response-cache key (:mod:`topoeval.runner.config`). A new

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -131,9 +132,11 @@ def main(out: Path = Path("results")) -> None:
         run_dir = board / item.protocol / item.folder
         if item.cache_from:
             seed_cache(board / item.cache_from, run_dir)
+        start = time.monotonic()
         runs.append(run_protocol(item.protocol, list(item.models), run_dir, progress=sys.stderr.isatty(),
                                  **item.options).run_dir)
-        print(f"{item.protocol} ({item.folder}): done", flush=True)
+        minutes, seconds = divmod(round(time.monotonic() - start), 60)
+        print(f"{item.protocol} ({item.folder}): done in {minutes} min {seconds} s", flush=True)
     hub = out / "hub"
     if hub.exists():  # all but the sweeps, which run_sweeps refreshes only where it can
         for child in hub.iterdir():
