@@ -54,3 +54,43 @@ def test_a_degenerate_published_interval_is_judged_by_overlap(tmp_path):
     assert proc.returncode == 0, proc.stdout
     assert any(l.startswith("oracle-no-ask") and "travel" in l and "success" in l and "ok (CIs overlap)" in l
                for l in proc.stdout.splitlines()), proc.stdout
+
+
+def test_the_travel_procedure_counts_what_the_episodes_did(tmp_path):
+    """examples/travel_procedure.py (the README's per-episode collapse counts) on reference policies:
+    the oracle goes through search, hold, confirmation and payment on every travel task it solves,
+    the no-op policy does nothing."""
+    import topoeval
+
+    out = tmp_path / "run"
+    topoeval.run_protocol("wiki_to_travel", ["oracle", "noop"], out, tasks=4, shots=[0])
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "travel_procedure.py"), str(out)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    rows = {tuple(cell.strip() for cell in line.strip("|").split("|"))[:2]: line
+            for line in proc.stdout.splitlines()[2:]}
+    oracle = [c.strip() for c in rows[("oracle", "0-shot")].strip("|").split("|")]
+    noop = [c.strip() for c in rows[("noop", "0-shot")].strip("|").split("|")]
+    assert oracle[2] == "4" and oracle[4] == "4" and oracle[5] == "4" and oracle[6] == "0", oracle
+    assert noop[2:] == ["4", "0", "0", "0", "0"], noop
+
+
+def test_comparing_snapshots_counts_identical_numbers_and_fails_on_a_disjoint_one(tmp_path):
+    """examples/compare_snapshots.py (docs/publishing.md's before/after counts): the committed snapshot
+    against itself is all identical; a local model's number moved out of its CI fails it."""
+    script = ROOT / "examples" / "compare_snapshots.py"
+    latest = ROOT / "results" / "hub" / "data" / "latest.parquet"
+    same = subprocess.run([sys.executable, str(script), str(latest), str(latest)], capture_output=True, text=True)
+    assert same.returncode == 0, same.stderr
+    line = next(x for x in same.stdout.splitlines() if x.startswith("wiki_to_travel:"))
+    total, identical = line.split(": ")[1].split(", ")[:2]
+    assert total.split()[0] == identical.split()[0] and int(identical.split()[0]) >= 48
+    rows = datasets.load_dataset("parquet", data_files=str(latest), split="train").to_list()
+    for r in rows:
+        if (r["protocol"], r["model"], r["baseline"], r["topology"], r["metric"]) == (
+                "wiki_to_travel", "smollm2-135m-wiki", "0-shot", "wiki", "success"):
+            r["mean"], r["ci_low"], r["ci_high"] = 0.0, 0.0, 0.0
+    moved = tmp_path / "moved.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(moved))
+    proc = subprocess.run([sys.executable, str(script), str(latest), str(moved)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "DISJOINT" in proc.stdout, proc.stdout
