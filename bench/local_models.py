@@ -12,7 +12,9 @@ Prints, in one run on this machine:
 2. **Episodes/s** of the ``make eval`` quick look (``wiki_to_travel``, the base and the wiki adapter,
    5 tasks per topology, 0 shots, 6 turns x 64 tokens) at concurrency = slots per model 1, 2, 4, and
    of the same cells through the previous in-process path (``--baseline-ref``, default the last
-   commit with it, run from a git worktree on the same portable libraries), with the ratio to it.
+   commit with it, run from a git worktree on the same portable libraries), with the ratio to it;
+   then the same cells at 2 shots (the collapse's longest prompts: two demonstrations), where the
+   saved prefix states matter most, at 1 slot with and without them (``--fewshot-shots``).
 3. **Determinism under batching.** How many of the quick look's episodes at each slot count are
    identical (messages and calls) to those of a first run at 1 slot (1 slot runs twice: run to run).
 """
@@ -129,13 +131,14 @@ def bare_llama_cpp_python(convs, max_tokens: int) -> float | None:
         llama.close()
 
 
-def quick_look(slots: int, out: Path) -> tuple[float, dict]:
+def quick_look(slots: int, out: Path, shots: int = 0, prefix_states: bool = True) -> tuple[float, dict]:
     import topoeval
     from topoeval.models.options import ModelOptions
 
     t0 = time.perf_counter()
+    options = ModelOptions(local_slots=slots, local_prefix_states=prefix_states)
     res = topoeval.run_protocol("wiki_to_travel", QUICK_MODELS, out, cache=False, concurrency=slots,
-                                model_options=ModelOptions(local_slots=slots), **QUICK)
+                                model_options=options, **{**QUICK, "shots": [shots]})
     elapsed = time.perf_counter() - t0
     return res.new_episodes / elapsed, transcripts(res.run_dir)
 
@@ -145,7 +148,7 @@ def transcripts(run_dir: Path) -> dict:
     return {r["key"]: json.dumps([r["messages"], r["calls"]], sort_keys=True) for r in rows}
 
 
-def old_in_process(ref: str, out: Path) -> float | None:
+def old_in_process(ref: str, out: Path, shots: int = 0) -> float | None:
     """Episodes/s of the quick look through the in-process path of ``ref`` (a git worktree), on the
     portable libraries (``LLAMA_CPP_LIB_PATH``), one model at a time as that path ran them."""
     from topoeval.models.llamacpp_build import build_dir
@@ -156,7 +159,7 @@ def old_in_process(ref: str, out: Path) -> float | None:
     try:
         code = ("import time, topoeval; t0 = time.perf_counter(); "
                 f"r = topoeval.run_protocol('wiki_to_travel', {QUICK_MODELS!r}, {str(out)!r}, cache=False, tasks=5, "
-                "shots=[0], max_turns=6, max_tokens=64); print(r.new_episodes / (time.perf_counter() - t0))")
+                f"shots=[{shots}], max_turns=6, max_tokens=64); print(r.new_episodes / (time.perf_counter() - t0))")
         env = {**os.environ, "PYTHONPATH": str(tree), "LLAMA_CPP_LIB_PATH": str(build_dir()),
                "TOPOEVAL_ADAPTERS": str(ROOT / "adapters")}
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tree)
@@ -173,6 +176,7 @@ def main() -> None:
     ap.add_argument("--slots", type=int, nargs="+", default=[1, 1, 2, 4], help="slots per model, in order (the first is the reference)")
     ap.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the in-process path ('' to skip)")
     ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--fewshot-shots", type=int, default=2, help="the few-shot cells' shots (0 to skip them)")
     args = ap.parse_args()
 
     tasks, convs, tools, wiki = first_turns()
@@ -198,6 +202,22 @@ def main() -> None:
             vs = f"  x{eps / old:.2f}" if old else ""
             print(f"  llama-server, {slots} slot(s) per model : {eps:.3f} episodes/s{vs}   "
                   f"identical to the first run: {same}/{len(first)} episodes")
+        if args.fewshot_shots:
+            fewshot(args, Path(tmp))
+
+
+def fewshot(args: argparse.Namespace, tmp: Path) -> None:
+    """The quick look's cells at ``--fewshot-shots`` shots: the in-process path, then 1 slot per model
+    with each episode's first request from scratch and with the saved prefix states (the default)."""
+    shots = args.fewshot_shots
+    old = old_in_process(args.baseline_ref, tmp / "old-fewshot", shots) if args.baseline_ref else None
+    print(f"the same cells at {shots} shots")
+    if old is not None:
+        print(f"  in-process path ({args.baseline_ref})  : {old:.3f} episodes/s (reference)")
+    for label, prefix_states in (("first requests from scratch", False), ("saved prefix states", True)):
+        eps, _ = quick_look(1, tmp / f"fewshot-{prefix_states}", shots, prefix_states)
+        vs = f"  x{eps / old:.2f}" if old else ""
+        print(f"  llama-server, 1 slot, {label:27s} : {eps:.3f} episodes/s{vs}")
 
 
 if __name__ == "__main__":
