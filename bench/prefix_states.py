@@ -12,22 +12,9 @@ path comes first (the server start, and on the second path the state's one compu
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-
-def conversations(n: int = 6):
-    from topoeval.protocol.discovery import SuiteRegistry
-
-    wiki = SuiteRegistry().get("wiki")
-    params = wiki.parse_params({})
-    tools = [t.openai() for t in wiki.tools_for(params)]
-    convs = [[{"role": "system", "content": wiki.system_prompt(params)}, {"role": "user", "content": t.prompt}]
-             for t in wiki.tasks(params, "dev", 0, n)]
-    return convs, tools
+from local_models import first_turns  # bench/, the script's own folder (it puts the checkout on sys.path)
 
 
 async def first_requests(prefix_states: bool, convs, tools) -> tuple[float, float | None]:
@@ -60,7 +47,7 @@ async def first_requests(prefix_states: bool, convs, tools) -> tuple[float, floa
 
 
 def main() -> None:
-    convs, tools = conversations()
+    _, convs, tools, _ = first_turns()
     scratch, _ = asyncio.run(first_requests(False, convs, tools))
     saved, restore = asyncio.run(first_requests(True, convs, tools))
     print("first request of a new wiki episode (1 token), 6 episodes, 1 slot:")

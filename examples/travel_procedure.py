@@ -4,9 +4,9 @@
 
 For every (model, baseline) cell of a run folder's travel episodes: how many episodes there are, how
 many open by asking the traveller (the first call is ``ask_user``, a confirmation included), how
-many search for a flight at all, how many go through the whole booking procedure (search, hold, a confirmation the traveller
-answered, pay — in that order) and how many of those paid for a flight the traveller did not want
-(the episode failed). Reads episodes.jsonl only; no model runs.
+many search for a flight at all, how many go through the whole booking procedure (search, hold, a
+confirmation the traveller answered, pay — in that order) and how many of those paid for a flight
+the traveller did not want (the episode failed). Reads episodes.jsonl only; no model runs.
 """
 
 from __future__ import annotations

@@ -67,10 +67,9 @@ def test_the_travel_procedure_counts_what_the_episodes_did(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / "travel_procedure.py"), str(out)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    rows = {tuple(cell.strip() for cell in line.strip("|").split("|"))[:2]: line
-            for line in proc.stdout.splitlines()[2:]}
-    oracle = [c.strip() for c in rows[("oracle", "0-shot")].strip("|").split("|")]
-    noop = [c.strip() for c in rows[("noop", "0-shot")].strip("|").split("|")]
+    table = [[cell.strip() for cell in line.strip("|").split("|")] for line in proc.stdout.splitlines()[2:]]
+    rows = {(cells[0], cells[1]): cells for cells in table}
+    oracle, noop = rows[("oracle", "0-shot")], rows[("noop", "0-shot")]
     assert oracle[2] == "4" and oracle[4] == "4" and oracle[5] == "4" and oracle[6] == "0", oracle
     assert noop[2:] == ["4", "0", "0", "0", "0"], noop
 
