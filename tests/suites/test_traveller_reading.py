@@ -14,7 +14,8 @@ DATA = Path(__file__).parent / "data"
 FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.tsv",
          "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv",
          "round5": "traveller_questions_round5.tsv", "round6": "traveller_questions_round6.tsv",
-         "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv"}
+         "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv",
+         "round9": "traveller_questions_round9.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -95,6 +96,12 @@ def test_reading_is_deterministic():
     ("What is your date of birth?", []),
     ("What is the best airline to fly from Lisbon to Oslo?", ["airline"]),  # states the route, asks the airline
     ("Are you flying from Lisbon?", ["route"]),
+    ("budjet?", ["budget"]),  # a misspelt cue is read as the cue
+    ("Which airlne?", ["airline"]),
+    ("Who carries the bags?", []),  # 'carries' is a word, not a misspelt 'carrier'
+    ("Would the price budge?", ["budget"]),  # 'budge' is shorter than 'budget': the price names the budget
+    ("Is the expiry date of your card close?", []),
+    ("also whats ur max price", ["budget"]),  # opens like a question: asks without a "?"
 ])
 def test_words_that_look_like_cues(question, slots):
     t = traveller()

@@ -8,9 +8,10 @@ surface forms. Also tried: the lemmatiser ``simplemma`` 2.0 (a 19 MB wheel of 54
 dictionaries, 0.3 µs a word) gives true lemmas (``expenses`` → ``expense``, ``cheaper`` → ``cheap``)
 but keeps ``prioritise``/``prioritize``/``priority`` and ``depart``/``departure`` apart, so the lexicon
 would list them all again; Snowball merges them and the two collisions it makes are listed in
-:data:`UNSTEMMED` (snowballstemmer: 2 MB installed, pure Python). A small shipped intent model was not
-tried. The old reader — whole-word synonyms — got 56 % of slot questions right on the corpus's
-tuning part, 46–71 % on its held-out parts; this one's figures are in docs/suites.md.
+:data:`UNSTEMMED` (snowballstemmer: 2 MB installed, pure Python). A misspelt long cue (``budjet``,
+``airlne``) is read as the cue (:func:`spelled`, the standard library's ``difflib``). A small shipped
+intent model was not tried. The old reader — whole-word synonyms — got 56 % of slot questions right on
+the corpus's tuning part, 46–71 % on its held-out parts; this one's figures are in docs/suites.md.
 
 The rules, in order:
 
@@ -18,7 +19,8 @@ The rules, in order:
    space or hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds
    (``H1``); or it proposes to pay for / complete / issue the ticket for "the held (reserved) seat"
    while exactly one hold is active. The flight named is the object.
-Only the sentences that end in ``?`` are read for slots when there are any (an agent's "I found flights
+Only the sentences that end in ``?`` — or open like a question: ``what``, ``which``, ``how`` … ("any airline
+preference? also whats ur max price") — are read for slots when there are any (an agent's "I found flights
 under $300 with Borealis. Which day do you want to fly?" asks about dates only), except that a question
 referring back to its context reads it: "which would you accept?" after two wishes were named asks the
 priority, "avoid those dates?" after a festival was named asks about events, and a question that names no
@@ -34,7 +36,9 @@ are not read.
    pronoun with a verb of choice and two wishes named ("…on the wrong airline: which should I
    prefer?"), ``matters least``, a verb of outranking with two wishes or ``which`` ("should price beat
    the airline?", "which should win?"), one wish given up to keep another ("a higher fare to keep your
-   airline"), ...) asks about the priority order and nothing else, whatever wishes it names.
+   airline"), a condition with two wishes and ``still``/``different``/``instead`` ("if the cheapest flight
+   were on a different airline, would you still take it?"), ``which one`` or ``most`` with ``flexible``,
+   ...) asks about the priority order and nothing else, whatever wishes it names.
 3. **Slots** — the question is cut into clauses (at ``,`` ``;`` ``:`` ``and`` ``or`` ``as well as``); a
    clause that mentions city events (``festival``, ``conference``, ``event``, ``taking place``,
    ``going on in``, ``hosting`` ...) asks about ``events`` only (its ``dates``/``destination`` words
@@ -50,8 +54,9 @@ are not read.
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
    ``which``, ``leave from``, "departure and arrival cities").
-   A question offering a service (``notify``, ``reminder``, ``alert``) asks about neither budget nor dates
-   ("notify you if the fare drops?", "a reminder 24 hours before you leave?"); with a payment method
+   A question offering a service (``notify``, ``reminder``, ``alert``) asks about no slot but events
+   ("notify you if the fare drops?", "a reminder before you leave for the airport?"; "remind me of
+   your destination" still asks it); with a payment method
    named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
    "the airline's cancellation policy" names no airline choice. ``stay under``/``go above`` bound the fare.
 4. Nothing matched: the question asks about nothing the traveller knows.
@@ -59,6 +64,7 @@ are not read.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -76,6 +82,8 @@ WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|yo
 #: "departure and arrival cities" names the route (not a departure date)
 ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
                         r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
+#: a sentence that opens like a question asks, with or without its "?" ("also whats ur max price")
+QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -85,9 +93,23 @@ ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
 UNSTEMMED = {"expense": "expense", "expenses": "expense", "timing": "timing"}
 
 
+#: the cue words a misspelling is read as (``budjet``, ``airlne``): long words with no ordinary English
+#: word one letter away (``carrier`` is left out: ``carries``); a word of six letters or more, at most one
+#: shorter than the cue, whose :class:`difflib.SequenceMatcher` ratio to it is 0.8 or more is read as the cue
+SPELLED = ("budget", "airline", "destination", "priority")
+
+
+def spelled(word: str) -> str:
+    """The cue of :data:`SPELLED` a misspelt word stands for, else the word."""
+    if len(word) < 6 or word in SPELLED:
+        return word
+    match = difflib.get_close_matches(word, SPELLED, n=1, cutoff=0.8)
+    return match[0] if match and len(word) >= len(match[0]) - 1 else word
+
+
 @lru_cache(maxsize=4096)
 def stem(word: str) -> str:
-    return UNSTEMMED.get(word) or _STEMMER.stemWord(word)
+    return UNSTEMMED.get(word) or _STEMMER.stemWord(spelled(word))
 
 
 def stems(text: str) -> list[str]:
@@ -110,7 +132,7 @@ def _cue(*words: str) -> frozenset[str]:
 
 BUDGET = _cue("budget", "price", "pricey", "cost", "costly", "spend", "afford", "affordable", "money", "expensive",
               "cheap", "cheaper", "cheapest", "pricier", "priciest", "costlier", "fare", "pay", "dollar", "dollars", "euro", "euros", "$", "amount",
-              "charge", "funds", "wallet", "pricing", "spending")
+              "charge", "funds", "wallet", "pricing", "spending", "ceiling")
 AIRLINE = _cue("airline", "airlines", "carrier", "carriers", "airway", "airways", "operator", "company")
 DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "weekdays", "week", "timing", "month", "schedule", "soon", "earliest",
              "latest", "early", "late", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
@@ -163,10 +185,14 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("price", "alert", "service"), ("price", "alerts", "service"), ("fare", "alert", "service"),
     ("arrival", "city", "destination"), ("arrival", "airport", "destination"),
     ("taking", "place", "happening"), ("take", "place", "happening"), ("with", "company", "companion"),
-    ("date", "format", "format"), ("time", "zone", "format"),
+    ("date", "format", "format"), ("time", "zone", "format"), ("cost", "carrier", "carrier"),
+    ("cost", "airline", "airline"), ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
 )}
 #: when a question names two wishes, these words make it a choice between them
-CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value")
+CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value",
+              "switch", "accept")
+#: with a condition and two wishes, these make it a trade-off ("if the cheapest were on another airline, still?")
+TRADE_OFF = _cue("still", "different", "another", "instead")
 #: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
 DROP = _cue("drop", "skip", "lose", "bend", "abandon", "break")
 #: after "which" these make it a pronoun ("which should I prefer?"), not a slot's determiner ("which airline")
@@ -198,7 +224,8 @@ DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "
 CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
 #: things an airline has: "the airline's cancellation policy" is about the policy, not which airline
 AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
-                      "fees", "terms", "cancellation", "refund", "refunds", "rules")
+                      "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
+                      "meal", "meals", "delay", "delays")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
@@ -241,7 +268,7 @@ class Reader:
         # what an agent states before its question ("I found flights under $300. Which day?") is context:
         # only the sentences that ask are read for slots (all of it when none ends in "?")
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
-        asking = " ".join(x for x in sentences if x.rstrip().endswith("?"))
+        asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x))
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
             if not kept:
@@ -257,8 +284,9 @@ class Reader:
             for s in self._clause_slots(stems(clause or ""), words):
                 if s not in slots:
                     slots.append(s)
-        if set(words) & NOTIFY:  # "notify you if the fare drops?", "a reminder 24 hours before you leave?"
-            slots = [s for s in slots if s not in ("budget", "dates")]
+        # "notify you if the fare drops?", "a reminder before you leave for the airport?"
+        if set(words) & NOTIFY and not _contains(words, (stem("remind"), "me")):
+            slots = [s for s in slots if s == "events"]
         if asking is not question:  # the question refers back to its context
             if not slots and "which" in words and len(self._mentions(stems(question))) >= 2:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
@@ -310,6 +338,8 @@ class Reader:
                                  for i, (a, b) in enumerate(pairs)):
             return True  # "which preference...", "which of your rules..."
         which_pronoun = "which" in ws and any(a == "which" and b in WHICH_PRONOUN for a, b in pairs)
+        if ws & FLEXIBLE and (which_pronoun or ws & {"most", "least"} and not self._mentions(words)):
+            return True  # "which one are you most willing to be flexible on?"
         if ws & OUTRANK and (which_pronoun or len(self._mentions(words)) >= 2):  # "should price beat the airline?"
             return True
         for i, (a, b) in enumerate(pairs if "to" in ws else ()):  # one wish given up to keep another
@@ -320,6 +350,8 @@ class Reader:
         mentioned = len(self._mentions(words))
         if mentioned >= 2 and "if" in ws and ws & {stem("meant"), stem("means")}:
             return True  # "accept a different airline if it meant flying on your date?"
+        if mentioned >= 2 and ws & {"if", stem("suppose")} and ws & TRADE_OFF:
+            return True  # "if the cheapest flight were on a different airline, would you still take it?"
         if "or" in ws and ws & {stem("prefer"), stem("rather")}:  # each side of the "or" a package of two wishes
             i = words.index("or")
             if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
@@ -378,7 +410,7 @@ class Reader:
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
-        where = ("where" in ws and ws & TRAVEL_VERBS or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
+        where = ("where" in ws and (ws & TRAVEL_VERBS or len(words) == 1 and whole & TRAVEL_VERBS) or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not _located(words, i) for i, w in enumerate(words))
         named_city = ws & self._cities and not out  # a city the question is about, not one it mentions
@@ -420,7 +452,7 @@ TIME_PREPOSITIONS = _cue("before", "after", "until", "upon", "till")
 UNITS = _cue("day", "days", "week", "weeks", "weekend", "month", "months", "morning", "evening")
 NUMBER_WORDS = _cue("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
                     "few", "several")
-DURATION = _cue("for", "least", "about", "within", "over", "last", "past")
+DURATION = _cue("for", "least", "about", "within", "over", "last", "past", "than")
 SMALL_TALK = _cue("been", "going", "was", "is", "so", "go")
 
 
@@ -433,7 +465,8 @@ def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
 ARRIVAL = _cue("land", "arrive", "get", "reach", "return")
 
 #: after "when" these make it a conjunction about the booking, not a question about the date
-WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we")
+WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we", "searching",
+                "looking", "booking", "comparing", "checking")
 
 #: a route word after these names where something is ("a car at your destination", "for this route"),
 #: it does not ask which route
