@@ -15,7 +15,7 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv",
          "round5": "traveller_questions_round5.tsv", "round6": "traveller_questions_round6.tsv",
          "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv",
-         "round9": "traveller_questions_round9.tsv"}
+         "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:

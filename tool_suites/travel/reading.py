@@ -8,10 +8,11 @@ surface forms. Also tried: the lemmatiser ``simplemma`` 2.0 (a 19 MB wheel of 54
 dictionaries, 0.3 µs a word) gives true lemmas (``expenses`` → ``expense``, ``cheaper`` → ``cheap``)
 but keeps ``prioritise``/``prioritize``/``priority`` and ``depart``/``departure`` apart, so the lexicon
 would list them all again; Snowball merges them and the two collisions it makes are listed in
-:data:`UNSTEMMED` (snowballstemmer: 2 MB installed, pure Python). A misspelt long cue (``budjet``,
-``airlne``) is read as the cue (:func:`spelled`, the standard library's ``difflib``). A small shipped
-intent model was not tried. The old reader — whole-word synonyms — got 56 % of slot questions right on
-the corpus's tuning part, 46–71 % on its held-out parts; this one's figures are in docs/suites.md.
+:data:`.lexicon.UNSTEMMED` (snowballstemmer: 2 MB installed, pure Python). A misspelt long cue
+(``budjet``, ``airlne``) is read as the cue (:func:`.lexicon.spelled`, the standard library's
+``difflib``). A small trained intent model was measured and not adopted (docs/suites.md). The old
+reader — whole-word synonyms — got 56 % of slot questions right on the corpus's tuning part, 46–71 %
+on its held-out parts; this one's figures are in docs/suites.md.
 
 The rules, in order:
 
@@ -38,13 +39,18 @@ are not read.
    the airline?", "which should win?"), one wish given up to keep another ("a higher fare to keep your
    airline"), a condition with two wishes and ``still``/``different``/``instead`` ("if the cheapest flight
    were on a different airline, would you still take it?"), ``which one`` or ``most`` with ``flexible``,
-   ...) asks about the priority order and nothing else, whatever wishes it names.
+   ``worth`` after a context naming two wishes ("$80 cheaper, but with another carrier: worth
+   switching?"), ``let go`` of a wish, "when push comes to shove", ...) asks about the priority order and
+   nothing else, whatever wishes it names — but ``important`` or ``absolutely need`` with one wish and no
+   comparison asks that wish ("by what date do you absolutely need to have landed?").
 3. **Slots** — the question is cut into clauses (at ``,`` ``;`` ``:`` ``and`` ``or`` ``as well as``); a
    clause that mentions city events (``festival``, ``conference``, ``event``, ``taking place``,
    ``going on in``, ``hosting`` ...) asks about ``events`` only (its ``dates``/``destination`` words
    are the event's); otherwise each slot one of whose cues the clause holds is asked: ``budget``
-   (price, cost, fare, afford, spend, pay, money, a ``$`` amount, ``how much`` + a verb or pronoun),
-   ``airline`` (airline, carrier, operator, an airline's name, ``fly with``, ``with whom``; ``company``
+   (price, cost, fare, afford, spend, pay, money, a ``$``/``£``/``€`` amount, ``how much`` + a verb or
+   pronoun (not how much a bag weighs), "how deep are your pockets"),
+   ``airline`` (airline, carrier, operator, alliance, an airline's name, ``fly with``, ``with whom``,
+   ``whose planes``; a "low-cost carrier" is an airline, not the budget; ``company``
    only next to flying or booking, not "a receipt for your company"), ``dates``
    (date, day, when, weekday and month names, ordinals, ``how soon``, ``time frame``,
    morning/afternoon/evening (not ``good morning``), ``depart``/``leave`` not followed by ``from``;
@@ -53,183 +59,80 @@ are not read.
    months", "how's your week been?"; ``price alerts`` is a service, not the budget),
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
-   ``which``, ``leave from``, "departure and arrival cities").
+   ``which``, ``leave from``, ``fly out of``, "departure and arrival cities").
    A question offering a service (``notify``, ``reminder``, ``alert``) asks about no slot but events
    ("notify you if the fare drops?", "a reminder before you leave for the airport?"; "remind me of
    your destination" still asks it); with a payment method
    named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
-   "the airline's cancellation policy" names no airline choice. ``stay under``/``go above`` bound the fare.
+   "the airline's cancellation policy" names no airline choice. ``stay under``/``go above``/``keep … under``
+   bound the fare. Events are also named ones (a carnival, the Oktoberfest, a football match).
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Iterable
 
-import snowballstemmer
-
-_STEMMER = snowballstemmer.stemmer("english")
-TOKEN = re.compile(r"\$|[a-z]+|\d+")
-SENTENCE = re.compile(r"(?<=[.?!])\s+")
-CLAUSE = re.compile(r"[,;:?!]|\b(?:and|or|as well as|plus)\b")
-ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks about a date
-#: a sentence wishing the traveller well ("I hope your day is going well") is not a question
-WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
-#: "departure and arrival cities" names the route (not a departure date)
-ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
-                        r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
-#: a sentence that opens like a question asks, with or without its "?" ("also whats ur max price")
-QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b", re.I)
-HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
-#: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
-ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
-
-
-#: words whose stem would collide with a cue of another meaning (``expenses`` → ``expens`` as ``expensive``)
-UNSTEMMED = {"expense": "expense", "expenses": "expense", "timing": "timing"}
-
-
-#: the cue words a misspelling is read as (``budjet``, ``airlne``): long words with no ordinary English
-#: word one letter away (``carrier`` is left out: ``carries``); a word of six letters or more, at most one
-#: shorter than the cue, whose :class:`difflib.SequenceMatcher` ratio to it is 0.8 or more is read as the cue
-SPELLED = ("budget", "airline", "destination", "priority")
-
-
-def spelled(word: str) -> str:
-    """The cue of :data:`SPELLED` a misspelt word stands for, else the word."""
-    if len(word) < 6 or word in SPELLED:
-        return word
-    match = difflib.get_close_matches(word, SPELLED, n=1, cutoff=0.8)
-    return match[0] if match and len(word) >= len(match[0]) - 1 else word
-
-
-@lru_cache(maxsize=4096)
-def stem(word: str) -> str:
-    return UNSTEMMED.get(word) or _STEMMER.stemWord(spelled(word))
-
-
-def stems(text: str) -> list[str]:
-    """The text's stems, with the two-word compounds of :data:`COMPOUNDS` collapsed to one token."""
-    text = ROUTE_PAIR.sub("origin and destination", ISO_DATE.sub(" date ", text.lower()))
-    words = [stem(t) for t in TOKEN.findall(text)]
-    out: list[str] = []
-    i = 0
-    while i < len(words):
-        joined = COMPOUNDS.get((words[i], words[i + 1])) if i + 1 < len(words) else None
-        out.append(joined or words[i])
-        i += 2 if joined else 1
-    return out
-
-
-# cues are written as words; they are stemmed once at import
-def _cue(*words: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in words)
-
-
-BUDGET = _cue("budget", "price", "pricey", "cost", "costly", "spend", "afford", "affordable", "money", "expensive",
-              "cheap", "cheaper", "cheapest", "pricier", "priciest", "costlier", "fare", "pay", "dollar", "dollars", "euro", "euros", "$", "amount",
-              "charge", "funds", "wallet", "pricing", "spending", "ceiling")
-AIRLINE = _cue("airline", "airlines", "carrier", "carriers", "airway", "airways", "operator", "company")
-DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "weekdays", "week", "timing", "month", "schedule", "soon", "earliest",
-             "latest", "early", "late", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-             "january", "february", "march", "april", "june", "july", "august", "september", "october",
-             "november", "december", "tomorrow", "tonight", "depart", "departure", "leave", "morning", "afternoon",
-             "evening")
-ROUTE = _cue("origin", "destination", "route")
-#: places that are the trip's only next to a verb of travel ("which city are you flying to")
-PLACES = _cue("city", "cities", "airport", "airports", "place")
-EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
-              "expo", "marathon", "celebration", "happening", "happenings", "parade", "crowded", "crowds", "host",
-              "hosting", "hosts")
-TRAVEL_VERBS = _cue("go", "going", "fly", "flying", "head", "headed", "heading", "travel", "travelling", "traveling",
-                    "start", "starting", "leave", "leaving", "depart", "departing", "trip", "journey", "bound", "to",
-                    "from", "land", "arrive", "flight")
-#: single words that make a question about how the wishes rank
-PRIORITY = _cue("priority", "priorities", "prioritise", "prioritize", "important", "importance", "rank", "ranking",
-                "precedence", "trade", "tradeoff", "compromise", "sacrifice", "outrank", "outweigh", "negotiable",
-                "conflict", "clash", "versus", "vs", "relax", "criterion", "criteria", "consideration", "weigh",
-                "optimise", "optimize", "forgo", "loosen", "dealbreaker", "dealbreakers")
-#: priority words that, next to a city event, are about the event ("dates that clash with a festival")
-EVENT_CLASH = _cue("conflict", "clash")
-#: "prioritise" with one wish named asks about that wish ("an airline you'd like me to prioritise")
-PRIORITISE = _cue("prioritise", "prioritize", "prioritising", "prioritizing")
-#: nouns for the wishes as such ("which requirement is the most flexible")
-WISH_NOUNS = _cue("requirement", "requirements", "wish", "wishes", "preference", "preferences", "constraint",
-                  "constraints", "rule", "rules", "condition", "conditions")
-#: pairs of neighbouring stems that do the same
-PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
-    ("matters", "most"), ("matters", "more"), ("matter", "most"), ("matter", "more"), ("care", "more"),
-    ("care", "most"), ("give", "up"), ("comes", "first"), ("come", "first"), ("comes", "second"),
-    ("come", "second"), ("comes", "last"), ("stack", "up"), ("can", "bend"), ("be", "bent"), ("be", "relaxed"),
-    ("least", "important"), ("top", "consideration"), ("order", "your"), ("order", "of"), ("what", "wins"),
-    ("should", "beat"), ("deal", "breaker"), ("must", "have"), ("absolutely", "need"), ("need", "most"),
-    ("put", "first"), ("drop", "first"), ("matters", "least"), ("matter", "least"), ("care", "least"),
-    ("value", "more"), ("value", "most"), ("hard", "requirement"),
-    ("hard", "constraint"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
-    ("mind", "least"), ("mind", "most"), ("in", "exchange"), ("in", "return"),
-)}
-#: two-word compounds whose meaning is not their words' (a trade fair is an event, priority boarding a
-#: service, a budget carrier an airline, paying by card a method, a departure city the origin)
-COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
-    ("trade", "fair", "fair"), ("trade", "show", "fair"), ("priority", "boarding", "service"),
-    ("priority", "lane", "service"), ("budget", "carrier", "carrier"), ("budget", "carriers", "carrier"),
-    ("budget", "airline", "airline"), ("budget", "airlines", "airline"), ("pay", "by", "method"),
-    ("pay", "with", "method"), ("departure", "city", "origin"), ("departure", "airport", "origin"),
-    ("home", "airport", "origin"), ("starting", "airport", "origin"), ("starting", "point", "origin"),
-    ("good", "morning", "greeting"), ("good", "afternoon", "greeting"), ("good", "evening", "greeting"),
-    ("nice", "day", "greeting"), ("good", "day", "greeting"), ("great", "day", "greeting"),
-    ("price", "alert", "service"), ("price", "alerts", "service"), ("fare", "alert", "service"),
-    ("arrival", "city", "destination"), ("arrival", "airport", "destination"),
-    ("taking", "place", "happening"), ("take", "place", "happening"), ("with", "company", "companion"),
-    ("date", "format", "format"), ("time", "zone", "format"), ("cost", "carrier", "carrier"),
-    ("cost", "airline", "airline"), ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
-)}
-#: when a question names two wishes, these words make it a choice between them
-CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value",
-              "switch", "accept")
-#: with a condition and two wishes, these make it a trade-off ("if the cheapest were on another airline, still?")
-TRADE_OFF = _cue("still", "different", "another", "instead")
-#: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
-DROP = _cue("drop", "skip", "lose", "bend", "abandon", "break")
-#: after "which" these make it a pronoun ("which should I prefer?"), not a slot's determiner ("which airline")
-#: verbs that rank one wish above another ("should price beat the airline?", "which should win?")
-OUTRANK = _cue("beat", "win", "trump", "outrank", "override")
-#: verbs of a purpose clause: a wish given up "to keep" another ("a higher fare to keep your airline")
-PURPOSE = _cue("keep", "get", "stay", "save", "have")
-WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
-CONTRAST = _cue("or", "than", "versus", "vs", "against")
-REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")
-#: a question contrasting a flexible wish with a firm one
-FLEXIBLE, FIRM = _cue("flexible", "flexibility"), _cue("firm")
-HOW_MUCH_NEXT = _cue("can", "could", "are", "is", "do", "does", "would", "will", "should", "money", "you", "to", "for",
-                     "at", "of", "max", "in", "would", "too", "i")
-FLYING = _cue("fly", "flying", "flight", "flights", "operate", "operates", "operated", "travel", "airline", "book")
-HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
-#: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
-BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
-    ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
-)}
-#: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
-#: the question asks whether to set it up, not the budget or the dates
-NOTIFY = _cue("notify", "notification", "notifications", "remind", "reminder", "reminders", "alert", "alerts")
-#: a payment method named: "pay" asks how, not how much ("how would you like to pay, by card or PayPal?")
-PAY_METHODS = _cue("card", "paypal", "cash", "debit", "credit", "venmo", "transfer", "cheque", "check")
-PAY_WORDS = _cue("pay", "payment", "charge")
-#: the currency prices are shown in ("displayed in euros or in dollars") is a display choice, not the budget
-DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted")
-CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
-#: things an airline has: "the airline's cancellation policy" is about the policy, not which airline
-AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
-                      "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
-                      "meal", "meals", "delay", "delays")
-AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
-COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
-                    "issue", "ticket",
-                    "proceed", "confirm", "lock")
+from .lexicon import (
+    AIRLINE,
+    AIRLINE_CHOICE,
+    AIRLINE_THINGS,
+    ANY_FLIGHT,
+    ARRIVAL,
+    BUDGET,
+    BUDGET_PAIRS,
+    CHOICE,
+    CLAUSE,
+    COMMIT_WORDS,
+    COMPARATIVE,
+    CONTRAST,
+    CURRENCIES,
+    DATES,
+    DISPLAY,
+    DROP,
+    DURATION,
+    EVENT_CLASH,
+    EVENTS,
+    FIRM,
+    FLEXIBLE,
+    FLYING,
+    HOLD_ID,
+    HOLD_WORDS,
+    HOW_MUCH_NEXT,
+    IMPORTANT,
+    LOCATIVE,
+    LUGGAGE,
+    MUST_PAIRS,
+    NOTIFY,
+    NUMBER_WORDS,
+    OUTRANK,
+    PAY_METHODS,
+    PAY_WORDS,
+    PLACES,
+    PLANES,
+    PRIORITISE,
+    PRIORITY,
+    PRIORITY_PAIRS,
+    PURPOSE,
+    QUESTION_OPENER,
+    REFER_BACK,
+    ROUTE,
+    ROUTE_PAIR,
+    SENTENCE,
+    SMALL_TALK,
+    TIME_PREPOSITIONS,
+    TRADE_OFF,
+    TRAVEL_VERBS,
+    UNITS,
+    WELL_WISH,
+    WHEN_NOT,
+    WHICH_PRONOUN,
+    WISH_NOUNS,
+    stem,
+    stems,
+)
 
 
 @dataclass
@@ -288,6 +191,8 @@ class Reader:
         if set(words) & NOTIFY and not _contains(words, (stem("remind"), "me")):
             slots = [s for s in slots if s == "events"]
         if asking is not question:  # the question refers back to its context
+            if stem("worth") in words and len(self._mentions(stems(question))) >= 2:
+                return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
             if not slots and "which" in words and len(self._mentions(stems(question))) >= 2:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
             if set(slots) <= {"dates"} and set(stems(question)) & EVENTS and set(words) & REFER_BACK:
@@ -325,9 +230,18 @@ class Reader:
         cues = ws & PRIORITY
         if ws & EVENTS:
             cues -= EVENT_CLASH
+        if ws & LUGGAGE:  # "how much does your cabin bag weigh?"
+            cues -= {stem("weigh")}
         if cues and cues <= PRIORITISE and len(self._mentions(words)) == 1:
             return False
-        if (cues or any(p in PRIORITY_PAIRS for p in zip(words, words[1:])) or ws & FLEXIBLE and ws & FIRM
+        if cues and cues <= IMPORTANT and not ws & COMPARATIVE and len(self._mentions(words)) == 1:
+            return False  # "is it important to you that it's an Aster Air flight?" asks that wish
+        musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
+        if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
+            return False  # "by what date do you absolutely need to have landed?" asks that wish
+        if ws & WISH_NOUNS and (stem("let"), "go") in musts | set(zip(words, words[1:])):
+            return True  # "one wish you'd happily let go of"
+        if (cues or musts or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
             return True
         pairs = list(zip(words, words[1:]))
@@ -356,7 +270,7 @@ class Reader:
             i = words.index("or")
             if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
                 return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
-        if which_pronoun and mentioned >= 2 and ws & (CHOICE | {stem("prefer")}):
+        if which_pronoun and mentioned >= 2 and (ws & (CHOICE | {stem("prefer")}) or "or" in ws):
             return True  # "the cheapest is on the wrong airline: which should I prefer?"
         if mentioned >= 2:  # a choice between two wishes
             # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
@@ -385,19 +299,28 @@ class Reader:
             budget_cues -= PAY_WORDS
         if whole & DISPLAY and whole & CURRENCIES:
             budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare")}
-        if budget_cues or how_much or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS:
+        bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
+                      for i, w in enumerate(words))  # "what figure should I keep the search under?"
+        if stem("weigh") in ws:  # "how much does your bag weigh?"
+            how_much = False
+        pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
+        if (budget_cues or how_much or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS or bounded
+                or pockets):
             out.append("budget")
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
         if ws & AIRLINE_THINGS and not ws & AIRLINE_CHOICE:  # "the airline's cancellation policy"
             airline_cues = set()
         if (airline_cues or self._names_airline(words) or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
-                or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}):
+                or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
+                or "whose" in ws and ws & PLANES):
             out.append("airline")
         # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
                          and words[i + 1] == "from" and (i + 2 == len(words) or words[i + 2] not in self._cities)
                          for i in range(len(words) - 1)) or ("from", "which") in pairs or ("from", "where") in pairs
+        leave_from = leave_from or any(t == (stem("fly"), "out", "of")  # "flying out of Newark"
+                                       for t in zip(words, words[1:], words[2:]))
         birth = stem("birth") in ws or stem("born") in ws or stem("birthday") in ws
         window = any(a in (stem("travel"), stem("time"), stem("date")) and b in (stem("window"), stem("frame"))
                      for a, b in pairs) or stem("timeframe") in ws
@@ -447,30 +370,9 @@ def _date_cues(words: list[str]) -> set[str]:
     return out
 
 
-#: what makes a date word a length of time or small talk (see :func:`_date_cues`)
-TIME_PREPOSITIONS = _cue("before", "after", "until", "upon", "till")
-UNITS = _cue("day", "days", "week", "weeks", "weekend", "month", "months", "morning", "evening")
-NUMBER_WORDS = _cue("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-                    "few", "several")
-DURATION = _cue("for", "least", "about", "within", "over", "last", "past", "than")
-SMALL_TALK = _cue("been", "going", "was", "is", "so", "go")
-
-
 def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
     n = len(seq)
     return n > 0 and any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))
-
-
-#: "when you land": a conjunction about arriving, not a question about the date
-ARRIVAL = _cue("land", "arrive", "get", "reach", "return")
-
-#: after "when" these make it a conjunction about the booking, not a question about the date
-WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we", "searching",
-                "looking", "booking", "comparing", "checking")
-
-#: a route word after these names where something is ("a car at your destination", "for this route"),
-#: it does not ask which route
-LOCATIVE = _cue("at", "in", "near", "around", "on", "this", "for")
 
 
 def _located(words: list[str], i: int) -> bool:
@@ -478,9 +380,6 @@ def _located(words: list[str], i: int) -> bool:
     while j >= 0 and words[j] in (stem("your"), "the", "my", stem("final")):
         j -= 1
     return j >= 0 and words[j] in LOCATIVE
-
-
-ORDINAL = re.compile(r"^\d{1,2}(st|nd|rd|th)$")
 
 
 def _ordinal(words: list[str]) -> bool:

@@ -1,0 +1,207 @@
+"""The traveller's lexicon: how a question's words become stems, and the cue words the reader's rules
+(:mod:`.reading`) are written over — one set a concept, stemmed once at import."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+_STEMMER = snowballstemmer.stemmer("english")
+TOKEN = re.compile(r"[$£€]|[a-z]+|\d+")
+SENTENCE = re.compile(r"(?<=[.?!])\s+")
+CLAUSE = re.compile(r"[,;:?!]|\b(?:and|or|as well as|plus)\b")
+ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks about a date
+#: a sentence wishing the traveller well ("I hope your day is going well") is not a question
+WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
+#: "departure and arrival cities" names the route (not a departure date)
+ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
+                        r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
+#: a sentence that opens like a question asks, with or without its "?" ("also whats ur max price")
+QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b", re.I)
+HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
+#: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
+ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
+
+
+#: words whose stem would collide with a cue of another meaning (``expenses`` → ``expens`` as ``expensive``)
+UNSTEMMED = {"expense": "expense", "expenses": "expense", "timing": "timing"}
+
+
+#: the cue words a misspelling is read as (``budjet``, ``airlne``): long words with no ordinary English
+#: word one letter away (``carrier`` is left out: ``carries``); a word of six letters or more, at most one
+#: shorter than the cue, whose :class:`difflib.SequenceMatcher` ratio to it is 0.8 or more is read as the cue
+SPELLED = ("budget", "airline", "destination", "priority")
+
+
+def spelled(word: str) -> str:
+    """The cue of :data:`SPELLED` a misspelt word stands for, else the word."""
+    if len(word) < 6 or word in SPELLED:
+        return word
+    match = difflib.get_close_matches(word, SPELLED, n=1, cutoff=0.8)
+    return match[0] if match and len(word) >= len(match[0]) - 1 else word
+
+
+@lru_cache(maxsize=4096)
+def stem(word: str) -> str:
+    return UNSTEMMED.get(word) or _STEMMER.stemWord(spelled(word))
+
+
+def stems(text: str) -> list[str]:
+    """The text's stems, with the two-word compounds of :data:`COMPOUNDS` collapsed to one token."""
+    text = ROUTE_PAIR.sub("origin and destination", ISO_DATE.sub(" date ", text.lower()))
+    words = [stem(t) for t in TOKEN.findall(text)]
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        joined = COMPOUNDS.get((words[i], words[i + 1])) if i + 1 < len(words) else None
+        out.append(joined or words[i])
+        i += 2 if joined else 1
+    return out
+
+
+# cues are written as words; they are stemmed once at import
+def _cue(*words: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in words)
+
+
+BUDGET = _cue("budget", "price", "pricey", "cost", "costly", "spend", "afford", "affordable", "money", "expensive",
+              "cheap", "cheaper", "cheapest", "pricier", "priciest", "costlier", "fare", "pay", "dollar", "dollars", "euro", "euros", "$", "amount",
+              "charge", "funds", "wallet", "pricing", "spending", "ceiling", "£", "€")
+AIRLINE = _cue("airline", "airlines", "carrier", "carriers", "airway", "airways", "operator", "company", "alliance",
+               "oneworld", "skyteam")
+DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "weekdays", "week", "timing", "month", "schedule", "soon", "earliest",
+             "latest", "early", "late", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+             "january", "february", "march", "april", "june", "july", "august", "september", "october",
+             "november", "december", "tomorrow", "tonight", "depart", "departure", "leave", "morning", "afternoon",
+             "evening")
+ROUTE = _cue("origin", "destination", "route")
+#: places that are the trip's only next to a verb of travel ("which city are you flying to")
+PLACES = _cue("city", "cities", "airport", "airports", "place")
+EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
+              "expo", "marathon", "celebration", "happening", "happenings", "parade", "crowded", "crowds", "host",
+              "hosting", "hosts", "carnival", "oktoberfest", "tournament", "olympics", "championship", "gig")
+TRAVEL_VERBS = _cue("go", "going", "fly", "flying", "head", "headed", "heading", "travel", "travelling", "traveling",
+                    "start", "starting", "leave", "leaving", "depart", "departing", "trip", "journey", "bound", "to",
+                    "from", "land", "arrive", "flight")
+#: single words that make a question about how the wishes rank
+PRIORITY = _cue("priority", "priorities", "prioritise", "prioritize", "important", "importance", "rank", "ranking",
+                "precedence", "trade", "tradeoff", "compromise", "sacrifice", "outrank", "outweigh", "negotiable",
+                "conflict", "clash", "versus", "vs", "relax", "criterion", "criteria", "consideration", "weigh",
+                "optimise", "optimize", "forgo", "loosen", "dealbreaker", "dealbreakers")
+#: priority words that, next to a city event, are about the event ("dates that clash with a festival")
+EVENT_CLASH = _cue("conflict", "clash")
+#: "prioritise" with one wish named asks about that wish ("an airline you'd like me to prioritise")
+PRIORITISE = _cue("prioritise", "prioritize", "prioritising", "prioritizing")
+#: nouns for the wishes as such ("which requirement is the most flexible")
+WISH_NOUNS = _cue("requirement", "requirements", "wish", "wishes", "preference", "preferences", "constraint",
+                  "constraints", "rule", "rules", "condition", "conditions")
+#: pairs of neighbouring stems that do the same
+PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
+    ("matters", "most"), ("matters", "more"), ("matter", "most"), ("matter", "more"), ("care", "more"),
+    ("care", "most"), ("give", "up"), ("comes", "first"), ("come", "first"), ("comes", "second"),
+    ("come", "second"), ("comes", "last"), ("stack", "up"), ("can", "bend"), ("be", "bent"), ("be", "relaxed"),
+    ("least", "important"), ("top", "consideration"), ("order", "your"), ("order", "of"), ("what", "wins"),
+    ("should", "beat"), ("deal", "breaker"), ("must", "have"), ("absolutely", "need"), ("need", "most"),
+    ("put", "first"), ("drop", "first"), ("matters", "least"), ("matter", "least"), ("care", "least"),
+    ("value", "more"), ("value", "most"), ("hard", "requirement"),
+    ("hard", "constraint"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
+    ("mind", "least"), ("mind", "most"), ("in", "exchange"), ("in", "return"), ("push", "comes"),
+)}
+#: two-word compounds whose meaning is not their words' (a trade fair is an event, priority boarding a
+#: service, a budget carrier an airline, paying by card a method, a departure city the origin)
+COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
+    ("trade", "fair", "fair"), ("trade", "show", "fair"), ("priority", "boarding", "service"),
+    ("priority", "lane", "service"), ("budget", "carrier", "carrier"), ("budget", "carriers", "carrier"),
+    ("budget", "airline", "airline"), ("budget", "airlines", "airline"), ("pay", "by", "method"),
+    ("pay", "with", "method"), ("departure", "city", "origin"), ("departure", "airport", "origin"),
+    ("home", "airport", "origin"), ("starting", "airport", "origin"), ("starting", "point", "origin"),
+    ("good", "morning", "greeting"), ("good", "afternoon", "greeting"), ("good", "evening", "greeting"),
+    ("nice", "day", "greeting"), ("good", "day", "greeting"), ("great", "day", "greeting"),
+    ("price", "alert", "service"), ("price", "alerts", "service"), ("fare", "alert", "service"),
+    ("arrival", "city", "destination"), ("arrival", "airport", "destination"),
+    ("taking", "place", "happening"), ("take", "place", "happening"), ("with", "company", "companion"),
+    ("date", "format", "format"), ("time", "zone", "format"), ("cost", "carrier", "carrier"),
+    ("cost", "airline", "airline"), ("cost", "operator", "operator"), ("football", "match", "event"),
+    ("soccer", "match", "event"), ("football", "game", "event"), ("rugby", "match", "event"),
+    ("cricket", "match", "event"), ("basketball", "game", "event"), ("baseball", "game", "event"),
+    ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
+)}
+#: when a question names two wishes, these words make it a choice between them
+CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value",
+              "switch", "accept", "move", "shift")
+#: with a condition and two wishes, these make it a trade-off ("if the cheapest were on another airline, still?")
+TRADE_OFF = _cue("still", "different", "another", "instead")
+#: "important" with one wish and no comparison asks that wish, not the ranking
+IMPORTANT = _cue("important", "importance")
+COMPARATIVE = _cue("more", "most", "less", "least", "than", "over", "versus", "vs")
+#: pairs that say a wish is a must: with one wish named they ask that wish ("what date do you absolutely need?")
+MUST_PAIRS = {(stem(a), stem(b)) for a, b in (("absolutely", "need"), ("must", "have"), ("need", "most"))}
+#: luggage: "how much does your bag weigh?" weighs a bag, not the wishes
+LUGGAGE = _cue("bag", "bags", "luggage", "baggage", "suitcase", "suitcases", "kg", "kilos")
+#: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
+DROP = _cue("drop", "skip", "lose", "bend", "abandon", "break")
+#: after "which" these make it a pronoun ("which should I prefer?"), not a slot's determiner ("which airline")
+#: verbs that rank one wish above another ("should price beat the airline?", "which should win?")
+OUTRANK = _cue("beat", "win", "trump", "outrank", "override")
+#: verbs of a purpose clause: a wish given up "to keep" another ("a higher fare to keep your airline")
+PURPOSE = _cue("keep", "get", "stay", "save", "have")
+WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
+CONTRAST = _cue("or", "than", "versus", "vs", "against")
+REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")
+#: a question contrasting a flexible wish with a firm one
+FLEXIBLE, FIRM = _cue("flexible", "flexibility"), _cue("firm")
+HOW_MUCH_NEXT = _cue("can", "could", "are", "is", "do", "does", "would", "will", "should", "money", "you", "to", "for",
+                     "at", "of", "max", "in", "would", "too", "i")
+FLYING = _cue("fly", "flying", "flight", "flights", "operate", "operates", "operated", "travel", "airline", "book")
+HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
+#: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
+BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
+    ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
+    ("deep", "pockets"),
+)}
+#: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
+#: the question asks whether to set it up, not the budget or the dates
+NOTIFY = _cue("notify", "notification", "notifications", "remind", "reminder", "reminders", "alert", "alerts")
+#: a payment method named: "pay" asks how, not how much ("how would you like to pay, by card or PayPal?")
+PAY_METHODS = _cue("card", "paypal", "cash", "debit", "credit", "venmo", "transfer", "cheque", "check")
+PAY_WORDS = _cue("pay", "payment", "charge")
+#: the currency prices are shown in ("displayed in euros or in dollars") is a display choice, not the budget
+DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted")
+CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
+#: "whose planes would you prefer to be on?" asks the airline
+PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
+#: things an airline has: "the airline's cancellation policy" is about the policy, not which airline
+AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
+                      "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
+                      "meal", "meals", "delay", "delays", "dietary")
+AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
+COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
+                    "issue", "ticket",
+                    "proceed", "confirm", "lock")
+
+
+#: what makes a date word a length of time or small talk (see :func:`_date_cues`)
+TIME_PREPOSITIONS = _cue("before", "after", "until", "upon", "till")
+UNITS = _cue("day", "days", "week", "weeks", "weekend", "month", "months", "morning", "evening")
+NUMBER_WORDS = _cue("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+                    "few", "several")
+DURATION = _cue("for", "least", "about", "within", "over", "last", "past", "than")
+SMALL_TALK = _cue("been", "going", "was", "is", "so", "go")
+
+
+#: "when you land": a conjunction about arriving, not a question about the date
+ARRIVAL = _cue("land", "arrive", "get", "reach", "return")
+
+#: after "when" these make it a conjunction about the booking, not a question about the date
+WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we", "searching",
+                "looking", "booking", "comparing", "checking")
+
+#: a route word after these names where something is ("a car at your destination", "for this route"),
+#: it does not ask which route
+LOCATIVE = _cue("at", "in", "near", "around", "on", "this", "for")
+
+
+ORDINAL = re.compile(r"^\d{1,2}(st|nd|rd|th)$")
