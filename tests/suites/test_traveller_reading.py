@@ -102,6 +102,7 @@ def test_reading_is_deterministic():
     ("Would the price budge?", ["budget"]),  # 'budge' is shorter than 'budget': the price names the budget
     ("Is the expiry date of your card close?", []),
     ("also whats ur max price", ["budget"]),  # opens like a question: asks without a "?"
+    ("When I searched, the cheapest fare was $280. Which airline do you prefer?", ["airline"]),  # a statement
 ])
 def test_words_that_look_like_cues(question, slots):
     t = traveller()

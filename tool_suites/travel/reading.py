@@ -171,7 +171,8 @@ class Reader:
         # what an agent states before its question ("I found flights under $300. Which day?") is context:
         # only the sentences that ask are read for slots (all of it when none ends in "?")
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
-        asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x))
+        asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x)
+                          and not x.rstrip().endswith((".", "!")))  # "also whats ur max price", not "When I looked, ..."
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
             if not kept:
