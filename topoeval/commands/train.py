@@ -53,6 +53,8 @@ def train(
     save_steps: Annotated[int | None, typer.Option(min=1, help="Checkpoint every this many steps (sft 25, grpo "
                                                                "8).")] = None,
     threads: Annotated[int | None, typer.Option(min=1, help="torch threads.")] = None,
+    bf16: Annotated[bool | None, typer.Option("--bf16/--no-bf16", help="sft: bf16 autocast (default: where the CPU "
+                                                                      "has native bf16, AVX512-BF16 or AMX).")] = None,
     out_dir: Annotated[Path | None, typer.Option(help="Where the GGUF adapter and its record go (default "
                                                       "./runs/adapters; make train: adapters/).")] = None,
     work_dir: Annotated[Path | None, typer.Option(help="Working folder (default ./runs/train/<name>).")] = None,
@@ -80,7 +82,7 @@ def train(
     cfg = TrainConfig(protocol=protocol, n=n or 300, epochs=epochs, max_steps=max_steps,
                       data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name,
                       base=base, save_steps=save_steps or 25, keep_checkpoints=keep_checkpoints, threads=threads,
-                      out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run)
+                      out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run, bf16=bf16)
     result = run_training(cfg, command)
     rec = result.record
     if dry_run:

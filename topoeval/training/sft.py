@@ -68,7 +68,11 @@ class TrainConfig(BaseModel):
     seed: int = Field(default=0, description="Seed of the adapter's initialisation and the data order.")
     base: str = Field(default="embedded", description="'embedded' (the SmolLM2-135M GGUF) or a transformers checkpoint "
                                                       "folder.")
-    bf16: bool = Field(default=True, description="bf16 autocast on the CPU (about 1.5x faster than fp32 here).")
+    bf16: bool | None = Field(default=None, description="bf16 autocast on the CPU; None: on where the CPU computes "
+                                                      "bf16 natively (AVX512-BF16 or AMX, about 1.5x faster than "
+                                                      "fp32 there), off elsewhere (emulated bf16 made a step 17x "
+                                                      "slower than fp32 on an AVX2 EPYC). The record holds the value "
+                                                      "used.")
     save_steps: int = Field(default=25, ge=1, description="Checkpoint every this many steps (resume point).")
     keep_checkpoints: bool = Field(default=False, description="Keep every checkpoint (the points of topoeval sweep) "
                                                               "instead of the last two (resume points only).")
@@ -176,6 +180,10 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
 
+    if cfg.bf16 is None:
+        from topoeval.training.base_model import native_bf16
+
+        cfg = cfg.model_copy(update={"bf16": native_bf16()})
     rows, data = training_data(cfg, protocol, work)
     if cfg.dry_run:
         return _dry_run(cfg, name, work, out_dir, rows, data)
