@@ -22,7 +22,7 @@ not depend on: the result is why (docs/suites.md).
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import subprocess
 import sys
 import tempfile
@@ -46,18 +46,21 @@ def questions(path: Path) -> list[tuple[str, list[str]]]:
 
 
 def reader_before(path: Path, folder: Path):
-    """The reading module as it was before the commit that added ``path``."""
+    """The reading module as it was before the commit that added ``path`` (with the lexicon module beside it
+    where that commit had one), imported as a package of its own."""
     rel = path.relative_to(ROOT).as_posix()
     added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", rel], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.split()[-1]
-    source = subprocess.run(["git", "show", f"{added}~1:tool_suites/travel/reading.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
-    file = folder / f"reading_{added[:8]}.py"
-    file.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(file.stem, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[file.stem] = module
-    spec.loader.exec_module(module)
+    package = folder / f"travel_{added[:8]}"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for name in ("reading.py", "lexicon.py"):
+        shown = subprocess.run(["git", "show", f"{added}~1:tool_suites/travel/{name}"], cwd=ROOT,
+                               capture_output=True, text=True)
+        if shown.returncode == 0:
+            (package / name).write_text(shown.stdout, encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    module = importlib.import_module(f"{package.name}.reading")
     airlines = ["Aster Air", "Borealis", "Dune Airways", "Cirrus Lines", "Egret Air"]
     reader = module.Reader(["AS12301", "BO45612", "DW77701", "CL12311", "EG40200"],
                            {"H1": {"flight": "AS12301", "status": "active"}}, airlines, ["Lisbon", "Oslo"])

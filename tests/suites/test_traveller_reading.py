@@ -96,18 +96,48 @@ def test_reading_is_deterministic():
     ("What is your date of birth?", []),
     ("What is the best airline to fly from Lisbon to Oslo?", ["airline"]),  # states the route, asks the airline
     ("Are you flying from Lisbon?", ["route"]),
-    ("budjet?", ["budget"]),  # a misspelt cue is read as the cue
+    ("budjet?", ["budget"]),  # a misspelt cue (one edit away) is read as the cue
     ("Which airlne?", ["airline"]),
+    ("whats ur destinaton", ["route"]),
     ("Who carries the bags?", []),  # 'carries' is a word, not a misspelt 'carrier'
-    ("Would the price budge?", ["budget"]),  # 'budge' is shorter than 'budget': the price names the budget
+    ("Would you like a window seat on the airplane?", []),  # 'airplane' is two edits from 'airline'
+    ("Has the airline budged on the fee?", []),  # 'budged' is a word one edit from 'budget'
     ("Is the expiry date of your card close?", []),
-    ("also whats ur max price", ["budget"]),  # opens like a question: asks without a "?"
+    ("any airline preference? also whats ur max price", ["airline", "budget"]),  # opens like a question
     ("When I searched, the cheapest fare was $280. Which airline do you prefer?", ["airline"]),  # a statement
+    ("Which airline do you prefer? When I book, I'll send you the receipt", ["airline"]),  # 'when' + a subject
+    ("Please tell me your budget. And what dates work for you", ["budget", "dates"]),  # no '?': all of it
 ])
+
+
 def test_words_that_look_like_cues(question, slots):
     t = traveller()
     t.ask(question)
     assert t.events[-1]["type"] == "ask" and t.events[-1]["slots"] == slots
+
+
+
+@pytest.mark.parametrize("question,slots", [
+    # two wishes and a weak verb of choice ask both, unless an "or" sets one wish against another
+    ("What's the highest fare you'd accept, and are your dates fixed or flexible?", ["budget", "dates"]),
+    ("Would you accept flights on Borealis or Cirrus Lines, and on what dates?", ["airline", "dates"]),
+    ("Can you switch your dates, or are they fixed? And what's your budget?", ["budget", "dates"]),
+    ("Which would suit you: a morning or an evening departure, and how much can you spend?", ["budget", "dates"]),
+    ("Would you accept the later date, or switch airlines?", ["priority"]),
+    ("Which would bother you less: paying over your limit, or flying with an airline you don't like?", ["priority"]),
+    # a service offer covers its own part of the question only
+    ("Should I set up a reminder, and which airline do you prefer?", ["airline"]),
+    ("Do you want a reminder when online check-in opens, 24 hours before you leave?", []),
+    # a layover or a trip's length is not the fare; "worth" weighs two wishes only with a trade in view
+    ("Would you like to keep the layover under 2 hours?", []),
+    ("Are you coming back in less than two weeks?", ["dates"]),
+    ("I found a flight on Borealis on the 5th for $300. Is it worth booking now?", []),
+    ("I found a fare $80 cheaper, but with another carrier. Is saving that money worth switching?", ["priority"]),
+])
+def test_rules_that_read_one_wish_do_not_swallow_the_others(question, slots):
+    t = traveller()
+    t.ask(question)
+    assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
 
 
 def test_a_made_up_flight_is_refused_and_a_second_active_hold_makes_the_held_seat_ambiguous():

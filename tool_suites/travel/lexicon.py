@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import lru_cache
 
@@ -12,7 +11,12 @@ import snowballstemmer
 _STEMMER = snowballstemmer.stemmer("english")
 TOKEN = re.compile(r"[$£€]|[a-z]+|\d+")
 SENTENCE = re.compile(r"(?<=[.?!])\s+")
-CLAUSE = re.compile(r"[,;:?!]|\b(?:and|or|as well as|plus)\b")
+#: a question is read clause by clause (cut at , ; : ? ! and or "as well as" plus), in parts: the part of
+#: a question a service offer covers, up to the next "and"/"or"/";" (its commas included: "a reminder
+#: when check-in opens, 24 hours before you leave?" offers one service)
+OFFER = re.compile(r"[;?!]|\b(?:and|or|as well as|plus)\b")
+#: the clauses of one such part
+PART = re.compile(r"[,:]")
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks about a date
 #: a sentence wishing the traveller well ("I hope your day is going well") is not a question
 WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
@@ -20,7 +24,8 @@ WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|yo
 ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
                         r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
 #: a sentence that opens like a question asks, with or without its "?" ("also whats ur max price")
-QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b", re.I)
+QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b"
+                             r"(?!\s+(?:i|we|you|it|they)\b|\s+(?:i|we|you|they)')", re.I)  # not "when you're ready"
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -30,18 +35,30 @@ ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
 UNSTEMMED = {"expense": "expense", "expenses": "expense", "timing": "timing"}
 
 
-#: the cue words a misspelling is read as (``budjet``, ``airlne``): long words with no ordinary English
-#: word one letter away (``carrier`` is left out: ``carries``); a word of six letters or more, at most one
-#: shorter than the cue, whose :class:`difflib.SequenceMatcher` ratio to it is 0.8 or more is read as the cue
+#: the cue words a misspelling is read as (``budjet``, ``airlne``): long words with few ordinary English
+#: words one edit away (``carrier`` is left out: ``carries``); those few are :data:`NOT_MISSPELT`
 SPELLED = ("budget", "airline", "destination", "priority")
+#: English words one edit from a cue of :data:`SPELLED` ("has the airline budged?", "a receding hairline")
+NOT_MISSPELT = frozenset({"budged", "budges", "budgie", "hairline"})
 
 
 def spelled(word: str) -> str:
-    """The cue of :data:`SPELLED` a misspelt word stands for, else the word."""
-    if len(word) < 6 or word in SPELLED:
+    """The cue of :data:`SPELLED` one edit (a letter changed, added, dropped, or two swapped) from a
+    word of six letters or more, else the word."""
+    if len(word) < 6 or word in SPELLED or word in NOT_MISSPELT:
         return word
-    match = difflib.get_close_matches(word, SPELLED, n=1, cutoff=0.8)
-    return match[0] if match and len(word) >= len(match[0]) - 1 else word
+    return next((cue for cue in SPELLED if _one_edit(word, cue)), word)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` is ``b`` with one letter changed, added or dropped, or two neighbours swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:])
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[i + 1:] == shorter[i:]
 
 
 @lru_cache(maxsize=4096)
@@ -130,8 +147,18 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
 )}
 #: when a question names two wishes, these words make it a choice between them
-CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value",
-              "switch", "accept", "move", "shift")
+CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value")
+#: weaker verbs of choice: a choice only when an "or" in the same sentence has a different wish on each side
+#: ("would you accept the later date, or switch airlines?"; not "which airlines would you accept, and ...?")
+SWITCH = _cue("switch", "accept", "move", "shift", "change")
+#: a comparative after "which would": "which would bother you less: X, or Y?"
+LESS_MORE = _cue("less", "more", "least", "most")
+#: a trade word that makes "worth" weigh two wishes ("$80 cheaper, but with another carrier: worth it?")
+WORTH_TRADE = _cue("another", "different", "other", "cheaper", "switch", "switching", "but", "instead")
+#: a time or weight after "keep … under": a layover or a bag, not the fare
+NOT_FARE_UNITS = _cue("hour", "hours", "minute", "minutes", "kg", "kilos", "stop", "stops", "layover", "layovers")
+#: travel documents: their dates (an expiry, "valid for six months") are not the trip's
+DOCUMENTS = _cue("passport", "passports", "visa", "visas", "expiry", "expire", "expires", "validity", "valid")
 #: with a condition and two wishes, these make it a trade-off ("if the cheapest were on another airline, still?")
 TRADE_OFF = _cue("still", "different", "another", "instead")
 #: "important" with one wish and no comparison asks that wish, not the ranking
@@ -188,7 +215,7 @@ TIME_PREPOSITIONS = _cue("before", "after", "until", "upon", "till")
 UNITS = _cue("day", "days", "week", "weeks", "weekend", "month", "months", "morning", "evening")
 NUMBER_WORDS = _cue("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
                     "few", "several")
-DURATION = _cue("for", "least", "about", "within", "over", "last", "past", "than")
+DURATION = _cue("for", "least", "about", "within", "over", "last", "past")
 SMALL_TALK = _cue("been", "going", "was", "is", "so", "go")
 
 

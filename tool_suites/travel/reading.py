@@ -20,8 +20,9 @@ The rules, in order:
    space or hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds
    (``H1``); or it proposes to pay for / complete / issue the ticket for "the held (reserved) seat"
    while exactly one hold is active. The flight named is the object.
-Only the sentences that end in ``?`` — or open like a question: ``what``, ``which``, ``how`` … ("any airline
-preference? also whats ur max price") — are read for slots when there are any (an agent's "I found flights
+Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
+statement: ``what``, ``which``, ``how`` … not followed by a subject ("any airline preference? also whats ur max
+price", not "when you're ready I'll search") — are read for slots when there are any (an agent's "I found flights
 under $300 with Borealis. Which day do you want to fly?" asks about dates only), except that a question
 referring back to its context reads it: "which would you accept?" after two wishes were named asks the
 priority, "avoid those dates?" after a festival was named asks about events, and a question that names no
@@ -39,10 +40,12 @@ are not read.
    the airline?", "which should win?"), one wish given up to keep another ("a higher fare to keep your
    airline"), a condition with two wishes and ``still``/``different``/``instead`` ("if the cheapest flight
    were on a different airline, would you still take it?"), ``which one`` or ``most`` with ``flexible``,
-   ``worth`` after a context naming two wishes ("$80 cheaper, but with another carrier: worth
-   switching?"), ``let go`` of a wish, "when push comes to shove", ...) asks about the priority order and
-   nothing else, whatever wishes it names — but ``important`` or ``absolutely need`` with one wish and no
-   comparison asks that wish ("by what date do you absolutely need to have landed?").
+   ``worth`` after a context naming two wishes and a trade ("$80 cheaper, but with another carrier:
+   worth switching?"), a weak verb of choice (``accept``, ``switch``, ``move``) with a different wish
+   on each side of an ``or`` ("would you accept the later date, or switch airlines?"), ``let go`` of a
+   wish, "when push comes to shove", ...) asks about the priority order and nothing else, whatever
+   wishes it names — but ``important`` or ``absolutely need`` with one wish and no comparison asks that
+   wish ("by what date do you absolutely need to have landed?").
 3. **Slots** — the question is cut into clauses (at ``,`` ``;`` ``:`` ``and`` ``or`` ``as well as``); a
    clause that mentions city events (``festival``, ``conference``, ``event``, ``taking place``,
    ``going on in``, ``hosting`` ...) asks about ``events`` only (its ``dates``/``destination`` words
@@ -60,9 +63,11 @@ are not read.
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
    ``which``, ``leave from``, ``fly out of``, "departure and arrival cities").
-   A question offering a service (``notify``, ``reminder``, ``alert``) asks about no slot but events
-   ("notify you if the fare drops?", "a reminder before you leave for the airport?"; "remind me of
-   your destination" still asks it); with a payment method
+   A question offering a service (``notify``, ``reminder``, ``alert``) asks about no slot but events in
+   the part of it the offer covers, up to the next ``and``/``or``/``;`` ("notify you if the fare drops?",
+   "a reminder before you leave for the airport?"; "remind me of your destination" still asks it, and
+   "a reminder, and which airline?" asks the airline); a travel document's dates (a passport's expiry,
+   "valid for six months") are not the trip's; with a payment method
    named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
    "the airline's cancellation policy" names no airline choice. ``stay under``/``go above``/``keep … under``
    bound the fare. Events are also named ones (a carnival, the Oktoberfest, a football match).
@@ -84,13 +89,13 @@ from .lexicon import (
     BUDGET,
     BUDGET_PAIRS,
     CHOICE,
-    CLAUSE,
     COMMIT_WORDS,
     COMPARATIVE,
     CONTRAST,
     CURRENCIES,
     DATES,
     DISPLAY,
+    DOCUMENTS,
     DROP,
     DURATION,
     EVENT_CLASH,
@@ -102,12 +107,16 @@ from .lexicon import (
     HOLD_WORDS,
     HOW_MUCH_NEXT,
     IMPORTANT,
+    LESS_MORE,
     LOCATIVE,
     LUGGAGE,
     MUST_PAIRS,
+    NOT_FARE_UNITS,
     NOTIFY,
     NUMBER_WORDS,
+    OFFER,
     OUTRANK,
+    PART,
     PAY_METHODS,
     PAY_WORDS,
     PLACES,
@@ -122,6 +131,7 @@ from .lexicon import (
     ROUTE_PAIR,
     SENTENCE,
     SMALL_TALK,
+    SWITCH,
     TIME_PREPOSITIONS,
     TRADE_OFF,
     TRAVEL_VERBS,
@@ -130,6 +140,7 @@ from .lexicon import (
     WHEN_NOT,
     WHICH_PRONOUN,
     WISH_NOUNS,
+    WORTH_TRADE,
     stem,
     stems,
 )
@@ -171,8 +182,10 @@ class Reader:
         # what an agent states before its question ("I found flights under $300. Which day?") is context:
         # only the sentences that ask are read for slots (all of it when none ends in "?")
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
-        asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x)
-                          and not x.rstrip().endswith((".", "!")))  # "also whats ur max price", not "When I looked, ..."
+        asking = ""
+        if any(x.rstrip().endswith("?") for x in sentences):  # and those that open like one: "also whats ur max price"
+            asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x)
+                              and not x.rstrip().endswith((".", "!")))
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
             if not kept:
@@ -181,18 +194,20 @@ class Reader:
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
-        if self._about_priority(words):
+        if self._about_priority(words) or any(self._switched(stems(x)) for x in SENTENCE.split(asking)):
             return Reading("ask", ["priority"])
         slots: list[str] = []
-        for clause in CLAUSE.split(asking):
-            for s in self._clause_slots(stems(clause or ""), words):
-                if s not in slots:
-                    slots.append(s)
-        # "notify you if the fare drops?", "a reminder before you leave for the airport?"
-        if set(words) & NOTIFY and not _contains(words, (stem("remind"), "me")):
-            slots = [s for s in slots if s == "events"]
+        for part in OFFER.split(asking):  # clauses, grouped by what a service offer covers
+            part_words = stems(part or "")
+            # a service offer: "notify you if the fare drops?", "a reminder before you leave for the airport?"
+            offer = set(part_words) & NOTIFY and not _contains(part_words, (stem("remind"), "me"))
+            for clause in PART.split(part or ""):
+                for s in self._clause_slots(stems(clause), words):
+                    if s not in slots and (s == "events" or not offer):
+                        slots.append(s)
         if asking is not question:  # the question refers back to its context
-            if stem("worth") in words and len(self._mentions(stems(question))) >= 2:
+            whole = stems(question)
+            if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
                 return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
             if not slots and "which" in words and len(self._mentions(stems(question))) >= 2:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
@@ -240,7 +255,7 @@ class Reader:
         musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
         if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
             return False  # "by what date do you absolutely need to have landed?" asks that wish
-        if ws & WISH_NOUNS and (stem("let"), "go") in musts | set(zip(words, words[1:])):
+        if ws & WISH_NOUNS and (stem("let"), "go") in set(zip(words, words[1:])):
             return True  # "one wish you'd happily let go of"
         if (cues or musts or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
@@ -271,12 +286,21 @@ class Reader:
             i = words.index("or")
             if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
                 return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
-        if which_pronoun and mentioned >= 2 and (ws & (CHOICE | {stem("prefer")}) or "or" in ws):
-            return True  # "the cheapest is on the wrong airline: which should I prefer?"
+        if which_pronoun and mentioned >= 2 and (ws & (CHOICE | {stem("prefer")}) or ws & LESS_MORE and "or" in ws):
+            return True  # "…on the wrong airline: which should I prefer?", "which would bother you less: X, or Y?"
         if mentioned >= 2:  # a choice between two wishes
             # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
             return bool(ws & CONTRAST and ws & CHOICE or "over" in ws and ws & (CHOICE | {stem("prefer")}))
         return False
+
+    def _switched(self, words: list[str]) -> bool:
+        """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
+        ("would you accept the later date, or switch airlines?", "pay extra or move the date?")."""
+        if not set(words) & SWITCH or "or" not in words:
+            return False
+        i = words.index("or")
+        left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+        return bool(left and right and not left & right)
 
     def _names_airline(self, words: list[str]) -> bool:
         return any(_contains(words, name) for name in self._airlines)
@@ -301,6 +325,7 @@ class Reader:
         if whole & DISPLAY and whole & CURRENCIES:
             budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare")}
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
+                      and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
         if stem("weigh") in ws:  # "how much does your bag weigh?"
             how_much = False
@@ -330,11 +355,12 @@ class Reader:
                         for a, b in pairs)
         dated = _date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or _ordinal(words) or (
             ws & {stem("leave"), stem("depart")} and not leave_from)
-        if dated and not birth:
+        if dated and not birth and not ws & DOCUMENTS:  # not "is your passport valid for six months?"
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
-        where = ("where" in ws and (ws & TRAVEL_VERBS or len(words) == 1 and whole & TRAVEL_VERBS) or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
+        where = ("where" in ws and (ws & TRAVEL_VERBS or len(words) == 1 and whole & TRAVEL_VERBS)
+                 or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not _located(words, i) for i, w in enumerate(words))
         named_city = ws & self._cities and not out  # a city the question is about, not one it mentions
