@@ -154,16 +154,18 @@ def test_changed_settings_do_not_resume_silently(trained):
 def test_bf16_by_default_only_where_the_cpu_computes_it_natively(trained, monkeypatch):
     import torch
 
+    from topoeval.models import fingerprint
     from topoeval.training import base_model
     from topoeval.training.sft import train
 
     cfg, result = trained  # trained with bf16 off
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    monkeypatch.setattr(fingerprint, "cpu", lambda: {"features": ["avx2", "fma"]})
     assert base_model.native_bf16() is False
     again = train(cfg.model_copy(update={"bf16": None}))  # resolved to off: the same settings, nothing to train
     assert again.record["steps"] == result.record["steps"] and again.record["config"]["bf16"] is False
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    monkeypatch.setattr(fingerprint, "cpu", lambda: {"features": ["avx2", "amx_bf16"]})  # torch too old to probe
     assert base_model.native_bf16() is True
     with pytest.raises(UserError, match="rerun with --fresh"):  # resolved to on: other settings than the run's
         train(cfg.model_copy(update={"bf16": None}))

@@ -49,8 +49,11 @@ def native_bf16() -> bool:
     in float32 on a 2-core AVX2 EPYC (``bench/bf16.py``), an SFT step 97 s against 5.8 s (docs/training.md)."""
     import torch
 
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own CPUID probes
-    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+    from topoeval.models.fingerprint import cpu
+
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own CPUID probes (torch 2.x)
+    probed = any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+    return probed or bool({"avx512_bf16", "amx_bf16"} & set(cpu()["features"]))  # /proc/cpuinfo's flags
 
 
 def load_base(base: str = EMBEDDED) -> BaseModel:

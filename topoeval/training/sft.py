@@ -7,8 +7,9 @@
 2. renders them with the ``topoeval-tools`` chat template (:mod:`topoeval.models.llamacpp_template`:
    the exact text the embedded model reads at inference) and labels only the assistant tokens;
 3. trains a LoRA adapter (r 16 on every projection) with TRL's ``SFTTrainer`` on the CPU (bf16
-   autocast), with a progress bar and a checkpoint every ``save_steps`` steps: the same command
-   resumes an interrupted run from its last checkpoint;
+   autocast where the CPU computes bf16 natively, float32 elsewhere), with a progress bar and a
+   checkpoint every ``save_steps`` steps: the same command resumes an interrupted run from its last
+   checkpoint;
 4. converts the adapter with llama.cpp's converter (:mod:`topoeval.training.lora_gguf`) to
    ``runs/adapters/smollm2-135m-<train topology>.gguf``, and writes the training record beside it
    (``.json``: data hash, command, seed, steps, loss curve, time, versions, the GGUF's sha256).
