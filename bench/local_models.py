@@ -1,6 +1,6 @@
 """Local models: the embedded SmolLM2-135M through topoeval's llama-server against bare references.
 
-    .venv/bin/python bench/local_models.py            (make bench-local; ~15 minutes on 2 cores)
+    .venv/bin/python bench/local_models.py            (make bench-local; about 30 minutes on 2 cores)
 
 Prints, in one run on this machine:
 
@@ -10,7 +10,7 @@ Prints, in one run on this machine:
    ratio (b)/(a) is the harness's cost; (c) bare llama-cpp-python in-process on the same portable
    libraries, free generation of the same prompts, as the library's own speed.
 2. **Episodes/s** of the ``make eval`` quick look (``wiki_to_travel``, the base and the wiki adapter,
-   5 tasks per topology, 0 shots, 6 turns x 64 tokens) at concurrency = slots per model 1, 2, 4, and
+   5 tasks per topology, 0 shots, 6 turns x 64 tokens) at concurrency = slots per model 1, 2, 4, 8, and
    of the same cells through the previous in-process path (``--baseline-ref``, default the last
    commit with it, run from a git worktree on the same portable libraries), with the ratio to it;
    then the same cells at 2 shots (the collapse's longest prompts: two demonstrations), where the
@@ -173,7 +173,7 @@ def old_in_process(ref: str, out: Path, shots: int = 0) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--slots", type=int, nargs="+", default=[1, 1, 2, 4], help="slots per model, in order (the first is the reference)")
+    ap.add_argument("--slots", type=int, nargs="+", default=[1, 1, 2, 4, 8], help="slots per model, in order (the first is the reference)")
     ap.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the in-process path ('' to skip)")
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--fewshot-shots", type=int, default=2, help="the few-shot cells' shots (0 to skip them)")
