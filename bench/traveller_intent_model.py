@@ -59,7 +59,6 @@ def reader_before(path: Path, folder: Path):
                                capture_output=True, text=True)
         if shown.returncode == 0:
             (package / name).write_text(shown.stdout, encoding="utf-8")
-    sys.path.insert(0, str(folder))
     module = importlib.import_module(f"{package.name}.reading")
     airlines = ["Aster Air", "Borealis", "Dune Airways", "Cirrus Lines", "Egret Air"]
     reader = module.Reader(["AS12301", "BO45612", "DW77701", "CL12311", "EG40200"],
@@ -101,6 +100,7 @@ def main() -> None:
     print(f"{'round':8} {'kind':6} {'n':>4} {'rules':>6} {'model':>6} {'both':>6}")
     per_question = []
     with tempfile.TemporaryDirectory() as tmp:
+        sys.path.insert(0, tmp)  # where reader_before writes the old readers' packages
         for name in MEASURED:
             path = names[name]
             reader, module = reader_before(path, Path(tmp))

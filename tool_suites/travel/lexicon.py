@@ -187,7 +187,6 @@ HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
 #: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
 BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
-    ("deep", "pockets"),
 )}
 #: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
 #: the question asks whether to set it up, not the budget or the dates

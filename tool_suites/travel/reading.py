@@ -9,10 +9,10 @@ dictionaries, 0.3 µs a word) gives true lemmas (``expenses`` → ``expense``, `
 but keeps ``prioritise``/``prioritize``/``priority`` and ``depart``/``departure`` apart, so the lexicon
 would list them all again; Snowball merges them and the two collisions it makes are listed in
 :data:`.lexicon.UNSTEMMED` (snowballstemmer: 2 MB installed, pure Python). A misspelt long cue
-(``budjet``, ``airlne``) is read as the cue (:func:`.lexicon.spelled`, the standard library's
-``difflib``). A small trained intent model was measured and not adopted (docs/suites.md). The old
-reader — whole-word synonyms — got 56 % of slot questions right on the corpus's tuning part, 46–71 %
-on its held-out parts; this one's figures are in docs/suites.md.
+(``budjet``, ``airlne``: one edit away) is read as the cue (:func:`.lexicon.spelled`). A small trained
+intent model was measured and not adopted (docs/suites.md). The old reader — whole-word synonyms —
+got 56 % of slot questions right on the corpus's tuning part, 46–71 % on its held-out parts; this
+one's figures are in docs/suites.md.
 
 The rules, in order:
 
@@ -198,10 +198,10 @@ class Reader:
             return Reading("ask", ["priority"])
         slots: list[str] = []
         for part in OFFER.split(asking):  # clauses, grouped by what a service offer covers
-            part_words = stems(part or "")
+            part_words = stems(part)
             # a service offer: "notify you if the fare drops?", "a reminder before you leave for the airport?"
             offer = set(part_words) & NOTIFY and not _contains(part_words, (stem("remind"), "me"))
-            for clause in PART.split(part or ""):
+            for clause in PART.split(part):
                 for s in self._clause_slots(stems(clause), words):
                     if s not in slots and (s == "events" or not offer):
                         slots.append(s)
@@ -209,9 +209,9 @@ class Reader:
             whole = stems(question)
             if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
                 return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
-            if not slots and "which" in words and len(self._mentions(stems(question))) >= 2:
+            if not slots and "which" in words and len(self._mentions(whole)) >= 2:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
-            if set(slots) <= {"dates"} and set(stems(question)) & EVENTS and set(words) & REFER_BACK:
+            if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK:
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(words) & (REFER_BACK | {"one"}):
                 context = self._mentions(stems(" ".join(x for x in sentences if not x.rstrip().endswith("?"))))
@@ -255,7 +255,7 @@ class Reader:
         musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
         if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
             return False  # "by what date do you absolutely need to have landed?" asks that wish
-        if ws & WISH_NOUNS and (stem("let"), "go") in set(zip(words, words[1:])):
+        if ws & WISH_NOUNS and _contains(words, (stem("let"), "go")):
             return True  # "one wish you'd happily let go of"
         if (cues or musts or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
@@ -345,8 +345,7 @@ class Reader:
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
                          and words[i + 1] == "from" and (i + 2 == len(words) or words[i + 2] not in self._cities)
                          for i in range(len(words) - 1)) or ("from", "which") in pairs or ("from", "where") in pairs
-        leave_from = leave_from or any(t == (stem("fly"), "out", "of")  # "flying out of Newark"
-                                       for t in zip(words, words[1:], words[2:]))
+        leave_from = leave_from or _contains(words, (stem("fly"), "out", "of"))  # "flying out of Newark"
         birth = stem("birth") in ws or stem("born") in ws or stem("birthday") in ws
         window = any(a in (stem("travel"), stem("time"), stem("date")) and b in (stem("window"), stem("frame"))
                      for a, b in pairs) or stem("timeframe") in ws
