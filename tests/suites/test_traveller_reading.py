@@ -15,7 +15,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv",
          "round5": "traveller_questions_round5.tsv", "round6": "traveller_questions_round6.tsv",
          "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv",
-         "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv"}
+         "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv",
+         "round11": "traveller_questions_round11.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -138,6 +139,46 @@ def test_rules_that_read_one_wish_do_not_swallow_the_others(question, slots):
     t = traveller()
     t.ask(question)
     assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
+
+
+@pytest.mark.parametrize("question,slots", [
+    # a stated clause is not read; "as for" still asks
+    ("Since your budget is capped at 400, which airline do you prefer?", ["airline"]),
+    ("As for the airline, any preference?", ["airline"]),
+    # a slot question, then the priority: both; a head with a verb of choice, or not a question itself, is one choice
+    ("What's your budget? And which matters more to you, the price or the date?", ["budget", "priority"]),
+    ("Are you flexible on the date, and would you rather move it than pay more?", ["dates", "priority"]),
+    ("Would you rather pay more or fly another day?", ["priority"]),
+    ("Your budget, airline and date: which matters most?", ["priority"]),
+    # a tag question reads a statement about the traveller, not a report of what was found
+    ("I assume you're not tied to any particular airline or date. Is that fair?", ["airline", "dates"]),
+    ("I found fares on Borealis and Cirrus Lines. Is that right?", []),
+    ("Is that fair?", []),
+    # an indirect question asks; "let me know when you're ready" does not
+    ("I'd like to know your budget. Any airline?", ["airline", "budget"]),
+    ("Let me know when you're ready. Which airline?", ["airline"]),
+    # prices and dates of other things: a bag, parking, a hotel room, the weather; an event's tickets to buy
+    ("How much is a second checked bag on this fare?", []),
+    ("How much would you pay for a flight with a checked bag?", ["budget"]),
+    ("What's the price of the flight, including a checked bag?", ["budget"]),
+    ("Which hotel room do you want, and what date do you fly?", ["dates"]),
+    ("Would you like me to book tickets for the festival?", []),
+    ("Are you going to the festival, and do you have tickets?", ["events"]),
+    ("If the only flight on your day is over budget, should I still pick it?", ["priority"]),
+])
+def test_round11_rules_read_what_they_should_and_no_more(question, slots):
+    t = traveller()
+    t.ask(question)
+    assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
+
+
+def test_letting_a_hold_go_is_not_a_confirmation():
+    t = traveller()
+    for question in ("Shall I release the held seat?", "Should I let go of the hold first?"):
+        t.ask(question)
+        assert t.events[-1]["type"] == "ask", question
+    t.ask("Want me to seal the deal on the Aster Air seat I've been holding?")
+    assert t.events[-1] == {"type": "confirm", "object": "AS12301", "answer": "yes"}
 
 
 def test_a_made_up_flight_is_refused_and_a_second_active_hold_makes_the_held_seat_ambiguous():

@@ -26,6 +26,15 @@ ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or
 #: a sentence that opens like a question asks, with or without its "?" ("also whats ur max price")
 QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b"
                              r"(?!\s+(?:i|we|you|it|they)\b|\s+(?:i|we|you|they)')", re.I)  # not "when you're ready"
+#: a sentence that asks indirectly ("I'd like to know which airlines are on the table for you.")
+INDIRECT = re.compile(r"\b(?:like|need|want|love) to know\b|\b(?:let me know|tell me)\s+"
+                      r"(?:what|which|when|where|how|who|whether|if|your)\b"
+                      r"(?!\s+(?:you're|you are|it's|it is|that's|we're|we are)\b)", re.I)
+#: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
+STATED = re.compile(r"(?:^|(?<=[.?!]))\s*(?:since|given that|now that|seeing that|seeing as)\b[^,.?!]*,", re.I)
+#: a question that asks on its own: opens with a question word or an auxiliary ("What's the maximum you'd pay")
+QUESTION_START = re.compile(r"\s*(?:(?:so|also|and|first|firstly)\W+)?(?:what|whats|which|how|when|where|who|do|does|"
+                            r"did|are|is|would|could|can|will|have|any)\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -145,9 +154,11 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("soccer", "match", "event"), ("football", "game", "event"), ("rugby", "match", "event"),
     ("cricket", "match", "event"), ("basketball", "game", "event"), ("baseball", "game", "event"),
     ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
+    ("fair", "game", "correct"), ("that", "fair", "correct"), ("fair", "enough", "correct"), ("it", "fair", "correct"),
 )}
 #: when a question names two wishes, these words make it a choice between them
-CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor", "value")
+CHOICE = _cue("keep", "choose", "win", "rather", "sooner", "beat", "pick", "sacrifice", "first", "favour", "favor",
+              "value")
 #: weaker verbs of choice: a choice only when an "or" in the same sentence has a different wish on each side
 #: ("would you accept the later date, or switch airlines?"; not "which airlines would you accept, and ...?")
 SWITCH = _cue("switch", "accept", "move", "shift", "change")
@@ -159,6 +170,23 @@ WORTH_TRADE = _cue("another", "different", "other", "cheaper", "switch", "switch
 NOT_FARE_UNITS = _cue("hour", "hours", "minute", "minutes", "kg", "kilos", "stop", "stops", "layover", "layovers")
 #: travel documents: their dates (an expiry, "valid for six months") are not the trip's
 DOCUMENTS = _cue("passport", "passports", "visa", "visas", "expiry", "expire", "expires", "validity", "valid")
+#: things with dates or prices of their own: a hotel room's check-in date, the weather on arrival day, the
+#: price of parking or of an extra bag are not the trip's dates or fare
+WEATHER = _cue("weather", "forecast", "temperature")
+LODGING = _cue("hotel", "hotels", "room", "rooms", "accommodation", "hostel", "airbnb")
+EXTRAS = _cue("parking", "bag", "bags", "baggage", "luggage", "insurance", "upgrade", "upgrades", "lounge", "wifi",
+              "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours")
+#: a city event's tickets to buy: an offer of a service, not a question about the trip's purpose
+EVENT_TICKETS = _cue("ticket", "tickets", "pass", "passes", "admission", "entry")
+BUYING = _cue("buy", "purchase", "book", "order", "reserve")
+#: a short tag question after a statement of wishes ("…no particular airline or date. Is that fair?") asks them
+TAG = _cue("correct", "right", "true", "accurate", "so")
+#: …when the statement is about the traveller ("I assume you're …"), not a report of what was found
+ABOUT_YOU = _cue("you", "your", "assume", "understand", "gather")
+#: a verb of letting a hold go: "should I release the held seat?" is not a confirmation
+RELEASE = _cue("release", "cancel", "drop", "abandon", "void")
+#: what "everything else" / "all else" is: with a verb of outranking, one wish over the rest
+ELSE_WORDS = _cue("everything", "anything", "all")
 #: with a condition and two wishes, these make it a trade-off ("if the cheapest were on another airline, still?")
 TRADE_OFF = _cue("still", "different", "another", "instead")
 #: "important" with one wish and no comparison asks that wish, not the ranking
@@ -187,6 +215,7 @@ HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
 #: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
 BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
+    ("how", "high"),
 )}
 #: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
 #: the question asks whether to set it up, not the budget or the dates
@@ -206,7 +235,7 @@ AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
-                    "proceed", "confirm", "lock")
+                    "proceed", "confirm", "lock", "seal")
 
 
 #: what makes a date word a length of time or small talk (see :func:`_date_cues`)

@@ -19,16 +19,19 @@ The rules, in order:
 1. **Confirmation** — the question names one of the world's flights (``AS12301``, case-insensitive, a
    space or hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds
    (``H1``); or it proposes to pay for / complete / issue the ticket for "the held (reserved) seat"
-   while exactly one hold is active. The flight named is the object.
+   while exactly one hold is active (not to release or cancel it). The flight named is the object.
 Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
 statement: ``what``, ``which``, ``how`` … not followed by a subject ("any airline preference? also whats ur max
-price", not "when you're ready I'll search") — are read for slots when there are any (an agent's "I found flights
+price", not "when you're ready I'll search"), and indirect questions ("I'd like to know which airlines …") — are
+read for slots when there are any (an agent's "I found flights
 under $300 with Borealis. Which day do you want to fly?" asks about dates only), except that a question
 referring back to its context reads it: "which would you accept?" after two wishes were named asks the
 priority, "avoid those dates?" after a festival was named asks about events, and a question that names no
 wish itself but refers back ("do you prefer one of them?") after a context naming one wish asks that wish.
-With no ``?`` at all, sentences that wish the traveller well ("I hope your day is going well", "thanks")
-are not read.
+A short tag question after a statement about the traveller ("I assume you're not tied to any airline or
+date. Is that fair?") asks what the statement named. A clause that states what is known before asking
+("Since your budget is capped at 400, …") is not read. With no ``?`` at all, sentences that wish the
+traveller well ("I hope your day is going well", "thanks") are not read.
 
 2. **Priority** — a question about how the wishes rank against each other (``more important``,
    ``matters most``, ``rank``, ``trade``, ``compromise``, ``precedence``, ``give up``, a ``rather … or``
@@ -43,15 +46,19 @@ are not read.
    ``worth`` after a context naming two wishes and a trade ("$80 cheaper, but with another carrier:
    worth switching?"), a weak verb of choice (``accept``, ``switch``, ``move``) with a different wish
    on each side of an ``or`` ("would you accept the later date, or switch airlines?"), ``let go`` of a
-   wish, "when push comes to shove", ...) asks about the priority order and nothing else, whatever
-   wishes it names — but ``important`` or ``absolutely need`` with one wish and no comparison asks that
-   wish ("by what date do you absolutely need to have landed?").
+   wish or "first", a verb of outranking "everything else", ``sooner … than``, "when push comes to
+   shove", ...) asks about the priority order and nothing else, whatever wishes it names — unless a
+   question about slots comes first, on its own ("What's the maximum you'd pay, and would you rather
+   stretch it or compromise?" asks the budget and the priority) — but ``important`` or ``absolutely
+   need`` with one wish and no comparison asks that wish ("by what date do you absolutely need to have
+   landed?").
 3. **Slots** — the question is cut into clauses (at ``,`` ``;`` ``:`` ``and`` ``or`` ``as well as``); a
    clause that mentions city events (``festival``, ``conference``, ``event``, ``taking place``,
    ``going on in``, ``hosting`` ...) asks about ``events`` only (its ``dates``/``destination`` words
    are the event's); otherwise each slot one of whose cues the clause holds is asked: ``budget``
    (price, cost, fare, afford, spend, pay, money, a ``$``/``£``/``€`` amount, ``how much`` + a verb or
-   pronoun (not how much a bag weighs), "how deep are your pockets"),
+   pronoun (not how much a bag weighs or costs), "how deep are your pockets", "how high"; not the price
+   of something else: "the price of airport parking", "a bag on this fare"),
    ``airline`` (airline, carrier, operator, alliance, an airline's name, ``fly with``, ``with whom``,
    ``whose planes``; a "low-cost carrier" is an airline, not the budget; ``company``
    only next to flying or booking, not "a receipt for your company"), ``dates``
@@ -67,7 +74,8 @@ are not read.
    the part of it the offer covers, up to the next ``and``/``or``/``;`` ("notify you if the fare drops?",
    "a reminder before you leave for the airport?"; "remind me of your destination" still asks it, and
    "a reminder, and which airline?" asks the airline); a travel document's dates (a passport's expiry,
-   "valid for six months") are not the trip's; with a payment method
+   "valid for six months"), a hotel room's and the weather's are not the trip's (nor a room's price);
+   buying tickets for an event is a service, not the event; with a payment method
    named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
    "the airline's cancellation policy" names no airline choice. ``stay under``/``go above``/``keep … under``
    bound the fare. Events are also named ones (a carnival, the Oktoberfest, a football match).
@@ -81,6 +89,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .lexicon import (
+    ABOUT_YOU,
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
@@ -88,6 +97,7 @@ from .lexicon import (
     ARRIVAL,
     BUDGET,
     BUDGET_PAIRS,
+    BUYING,
     CHOICE,
     COMMIT_WORDS,
     COMPARATIVE,
@@ -98,8 +108,11 @@ from .lexicon import (
     DOCUMENTS,
     DROP,
     DURATION,
+    ELSE_WORDS,
     EVENT_CLASH,
+    EVENT_TICKETS,
     EVENTS,
+    EXTRAS,
     FIRM,
     FLEXIBLE,
     FLYING,
@@ -107,8 +120,10 @@ from .lexicon import (
     HOLD_WORDS,
     HOW_MUCH_NEXT,
     IMPORTANT,
+    INDIRECT,
     LESS_MORE,
     LOCATIVE,
+    LODGING,
     LUGGAGE,
     MUST_PAIRS,
     NOT_FARE_UNITS,
@@ -126,16 +141,21 @@ from .lexicon import (
     PRIORITY_PAIRS,
     PURPOSE,
     QUESTION_OPENER,
+    QUESTION_START,
     REFER_BACK,
+    RELEASE,
     ROUTE,
     ROUTE_PAIR,
     SENTENCE,
     SMALL_TALK,
+    STATED,
     SWITCH,
+    TAG,
     TIME_PREPOSITIONS,
     TRADE_OFF,
     TRAVEL_VERBS,
     UNITS,
+    WEATHER,
     WELL_WISH,
     WHEN_NOT,
     WHICH_PRONOUN,
@@ -185,15 +205,20 @@ class Reader:
         asking = ""
         if any(x.rstrip().endswith("?") for x in sentences):  # and those that open like one: "also whats ur max price"
             asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x)
-                              and not x.rstrip().endswith((".", "!")))
+                              and not x.rstrip().endswith((".", "!")) or INDIRECT.search(x))
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
             if not kept:
                 return Reading("ask", [])
             asking = question if len(kept) == len(sentences) else " ".join(kept)
+        partial = asking is not question  # the question has a context: what it states before it asks
+        asking = STATED.sub(" ", asking)  # "Since your budget is capped at 400, which airlines ...?"
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
+        first = self._slots_then_priority(asking)
+        if first:  # "What's the maximum you'd pay, and would you rather stretch it or compromise?"
+            return Reading("ask", [*first, "priority"])
         if self._about_priority(words) or any(self._switched(stems(x)) for x in SENTENCE.split(asking)):
             return Reading("ask", ["priority"])
         slots: list[str] = []
@@ -205,7 +230,7 @@ class Reader:
                 for s in self._clause_slots(stems(clause), words):
                     if s not in slots and (s == "events" or not offer):
                         slots.append(s)
-        if asking is not question:  # the question refers back to its context
+        if partial:  # the question refers back to its context
             whole = stems(question)
             if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
                 return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
@@ -217,7 +242,33 @@ class Reader:
                 context = self._mentions(stems(" ".join(x for x in sentences if not x.rstrip().endswith("?"))))
                 if len(context) == 1:
                     return Reading("ask", sorted(context))  # "I see four carriers. Do you prefer one of them?"
+            if not slots and set(words) & TAG and len(words) <= 4:  # "…no particular airline or date. Is that fair?"
+                stated = stems(" ".join(x for x in sentences if not x.rstrip().endswith("?")))
+                context = self._mentions(stated)
+                if context and set(stated) & ABOUT_YOU:
+                    return Reading("ask", sorted(context))
         return Reading("ask", slots)
+
+    def _slots_then_priority(self, asking: str) -> list[str]:
+        """The slots of a question that asks them first and then the priority, each on its own ("Are you
+        flexible on the date, and would you rather move it than pay more?"); [] for any other question."""
+        if not QUESTION_START.match(asking):
+            return []
+        cues = PRIORITY | CHOICE | SWITCH | {stem("prefer")}
+        whole = self._about_priority(stems(asking))
+        for m in re.finditer(r"\band\b|;|\?", asking):
+            head, rest = asking[:m.start()], asking[m.end():]
+            head_words, rest_words = stems(head), stems(rest)
+            if not rest_words or set(head_words) & cues or self._about_priority(head_words):
+                continue
+            # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
+            if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
+                continue
+            slots: list[str] = []
+            for clause in PART.split(head):
+                slots += [s for s in self._clause_slots(stems(clause), head_words) if s not in slots]
+            return slots
+        return []
 
     def _confirmed(self, question: str) -> str | None:
         if self._flight is not None:
@@ -232,14 +283,15 @@ class Reader:
             return self.holds[m.group(1).upper()]["flight"]
         words = set(stems(question))
         active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
-        if len(active) == 1 and words & HOLD_WORDS and words & COMMIT_WORDS - HOLD_WORDS:
+        letting_go = words & RELEASE or _contains(stems(question), (stem("let"), "go"))
+        if len(active) == 1 and words & HOLD_WORDS and words & COMMIT_WORDS - HOLD_WORDS and not letting_go:
             return active[0]["flight"]
         return None
 
     def _mentions(self, words: list[str]) -> set[str]:
         """The wishes a stretch of text names (for ``rather X or Y``)."""
-        return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE), ("dates", DATES)) if set(words) & cues} | (
-            {"airline"} if self._names_airline(words) else set())
+        return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues} | (
+            {"airline"} if self._names_airline(words) else set()) | ({"dates"} if _date_cues(words) else set())
 
     def _about_priority(self, words: list[str]) -> bool:
         ws = set(words)
@@ -255,8 +307,11 @@ class Reader:
         musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
         if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
             return False  # "by what date do you absolutely need to have landed?" asks that wish
-        if ws & WISH_NOUNS and _contains(words, (stem("let"), "go")):
-            return True  # "one wish you'd happily let go of"
+        if _contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
+                                                      and not ws & HOLD_WORDS):
+            return True  # "one wish you'd happily let go of", "what would you let go of first?"
+        if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:
+            return True  # "I assume the date trumps everything else?"
         if (cues or musts or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
             return True
@@ -311,15 +366,19 @@ class Reader:
         if not words:
             return []
         ws, whole = set(words), set(question) | set(words)
+        if words in (["from"], ["to"]):  # "from, to, when, and max price?"
+            return ["route"]
         # "something going on in the city" is an event (not "going on a trip")
         if ws & EVENTS or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
-            return ["events"]
+            return [] if ws & EVENT_TICKETS and ws & BUYING else ["events"]  # not "buy tickets for the festival?"
         pairs = set(zip(words, words[1:]))
         out = []
         how_much = any(a == "how" and b == "much" and (i + 2 < len(words) and words[i + 2] in HOW_MUCH_NEXT or
                                                        i + 2 == len(words))
                        for i, (a, b) in enumerate(zip(words, words[1:])))
-        budget_cues = ws & BUDGET
+        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not _priced_extra(words, i)}
+        if ws & LODGING:  # "what's your budget for the hotel room?"
+            budget_cues, how_much = set(), False
         if whole & PAY_METHODS:
             budget_cues -= PAY_WORDS
         if whole & DISPLAY and whole & CURRENCIES:
@@ -327,7 +386,7 @@ class Reader:
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
                       and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
-        if stem("weigh") in ws:  # "how much does your bag weigh?"
+        if stem("weigh") in ws or ws & EXTRAS and "you" not in ws:  # "how much does your bag weigh?", "…is a bag?"
             how_much = False
         pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
         if (budget_cues or how_much or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS or bounded
@@ -335,9 +394,10 @@ class Reader:
             out.append("budget")
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
-        if ws & AIRLINE_THINGS and not ws & AIRLINE_CHOICE:  # "the airline's cancellation policy"
-            airline_cues = set()
-        if (airline_cues or self._names_airline(words) or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
+        named = self._names_airline(words)
+        if ws & AIRLINE_THINGS and not ws & AIRLINE_CHOICE:  # "the airline's cancellation policy", "Egret Air's meals"
+            airline_cues, named = set(), False
+        if (airline_cues or named or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
                 or "whose" in ws and ws & PLANES):
             out.append("airline")
@@ -354,7 +414,9 @@ class Reader:
                         for a, b in pairs)
         dated = _date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or _ordinal(words) or (
             ws & {stem("leave"), stem("depart")} and not leave_from)
-        if dated and not birth and not ws & DOCUMENTS:  # not "is your passport valid for six months?"
+        timing = _date_cues(words) == {"timing"} and whole & EVENTS  # "an event you're timing this trip around"
+        # not "is your passport valid for six months?", "a check-in date for the room", "the weather on arrival day"
+        if dated and not birth and not ws & (DOCUMENTS | LODGING | WEATHER) and not timing:
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
@@ -386,14 +448,25 @@ def _date_cues(words: list[str]) -> set[str]:
             continue  # "a rental car when you land?"
         if w in (stem("leave"), stem("depart")) and before == "you" and i >= 2 and words[i - 2] in TIME_PREPOSITIONS:
             continue  # "a reminder 24 hours before you leave"
+        if w == stem("leave") and before in ("which", "that", "it", "this"):
+            continue  # "which leaves flights from three carriers"
         if w == stem("departure") and before in TIME_PREPOSITIONS:
             continue
         if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
             continue
-        if w in UNITS and before == stem("your") and after in SMALL_TALK:
-            continue
+        if w in UNITS and before == stem("your") and after in SMALL_TALK and (i < 2 or words[i - 2] not in
+                                                                            ("on", "for", "of", "that")):
+            continue  # "how's your week been?", not "if the only flight on your day is over budget"
         out.add(w)
     return out
+
+
+def _priced_extra(words: list[str], i: int) -> bool:
+    """Whether the budget cue ``words[i]`` prices something else: "the price of airport parking", "the cost of
+    adding a second bag", or names the fare a service is on ("a bag on this fare")."""
+    if i + 1 < len(words) and words[i + 1] == "of" and set(words[i + 2:i + 8]) & EXTRAS:
+        return True
+    return i >= 2 and words[i] == stem("fare") and words[i - 2] == "on" and words[i - 1] in ("this", "that")
 
 
 def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
