@@ -3,7 +3,7 @@
     .venv/bin/pip install scikit-learn && .venv/bin/python bench/traveller_intent_model.py
 
 For each round of the corpus whose reader *before* that round's fixes is in git history (round4, round5,
-round8, round9, round10: the parent of the commit that added the round's file), the bench compares, on
+round8, round9, round10, round11: the parent of the commit that added the round's file), the bench compares, on
 that round's slot and ``none`` questions:
 
 - **rules**: ``tool_suites/travel/reading.py`` as it stood before the round (what "first measured" means);
@@ -13,8 +13,8 @@ that round's slot and ``none`` questions:
 - **both**: the rules' slots, less one whose probability is under ``--drop`` (0.1), plus one they lack
   whose probability is over ``--add`` (0.6).
 
-The thresholds and C were chosen on round4, round5, round8 and round9; round10 was written after and
-measured once. It also prints the model's time a question (one question at a time, as the traveller is
+The thresholds and C were chosen on round4, round5, round8 and round9; round10 and round11 were written
+after and measured once. It also prints the model's time a question (one question at a time, as the traveller is
 asked). Needs a git checkout (the old readers come from history) and scikit-learn, which topoeval does
 not depend on: the result is why (docs/suites.md).
 """
@@ -37,7 +37,7 @@ import traveller as corpus  # noqa: E402  (bench/traveller.py: the corpus files 
 SLOTS = ("budget", "airline", "dates", "priority", "events", "route")
 #: the corpus's files in the order they were written
 ORDER = [corpus.CORPUS, corpus.FRESH, corpus.FINAL, corpus.ROUND4, *corpus.ROUNDS.values()]
-MEASURED = ("round4", "round5", "round8", "round9", "round10")
+MEASURED = ("round4", "round5", "round8", "round9", "round10", "round11")
 
 
 def questions(path: Path) -> list[tuple[str, list[str]]]:
