@@ -138,6 +138,7 @@ bench-local: $(STAMP)
 # transfer-over-training sweeps where their training checkpoints are on this machine (make train
 # METHOD=grpo leaves the GRPO run's; `topoeval train wiki_to_travel --tasks 200 --epochs 1
 # --keep-checkpoints` the SFT run's); a sweep without them is skipped and its published results kept.
+# `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept).
 # The model runs took 47 minutes on shared cores, the GRPO adapter and both sweeps 18 more; re-running resumes.
 leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard

@@ -97,3 +97,22 @@ def test_each_planned_sweep_names_the_command_that_leaves_its_checkpoints(planne
     assert planned.command.startswith(("make train", "topoeval train"))
     if planned.command.startswith("topoeval train"):
         assert "--keep-checkpoints" in planned.command  # SFT keeps only two otherwise
+
+
+def test_sweeps_only_rewrites_the_cards_sweep_section_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
+    hub = tmp_path / "hub"
+    report = hub / "sweeps" / "sweep-smollm2-135m-wiki-grpo" / "report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text("# Transfer over training: wiki_to_travel\n\nthe old table\n")
+    staged = "---\nlicense: apache-2.0\n---\n# Leaderboard\n\nevery other number\n"
+    (hub / "README.md").write_text(staged + leaderboard.sweeps_section(hub / "sweeps"))
+    report.write_text("# Transfer over training: wiki_to_travel\n\nthe new table\n")  # as a rerun sweep leaves it
+    monkeypatch.setattr(leaderboard, "SWEEPS", (
+        PlannedSweep(str(tmp_path / "absent.json"), None, "make train METHOD=grpo"),))
+    leaderboard.main(tmp_path, sweeps_only=True)
+    card = (hub / "README.md").read_text()
+    assert card.startswith(staged) and "the new table" in card and "the old table" not in card
+    assert card.count("## Transfer over training") == 1
+    assert "the new table" in (tmp_path / "README.md").read_text()
+    assert not (tmp_path / "leaderboard").exists()  # no model run
+    assert "skipped" in capsys.readouterr().out

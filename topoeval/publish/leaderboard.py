@@ -15,6 +15,8 @@ Then stages the runs as a publish would (results, latest view and card, without 
 config, to keep the repository small) into ``results/hub/``, the sweeps' summaries, tables and plots
 into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to ``results/README.md``.
 Run folders go to ``results/leaderboard/`` (not committed); re-running resumes them.
+``python -m topoeval.publish.leaderboard --sweeps-only`` runs the sweeps alone and rewrites the card's
+section on them, every other committed number kept (after a retraining, without the model runs' hour).
 
 The two collapse protocols test the same tasks of the same two topologies with the same prompts, so
 the second direction takes the first's response cache: its episodes are the first's, read back,
@@ -124,10 +126,16 @@ def seed_cache(source: Path, run_dir: Path) -> int:
         cache.close()
 
 
-def main(out: Path = Path("results")) -> None:
-    """Regenerate ``out`` (default ``./results``: ``make leaderboard`` runs from the checkout's root)."""
+def main(out: Path = Path("results"), sweeps_only: bool = False) -> None:
+    """Regenerate ``out`` (default ``./results``: ``make leaderboard`` runs from the checkout's root);
+    ``sweeps_only``: the sweeps and the card's section on them, nothing else."""
     runs = []
     board = out / "leaderboard"
+    hub = out / "hub"
+    if sweeps_only:
+        run_sweeps(board, hub / "sweeps")
+        write_card(out, without_sweeps((hub / "README.md").read_text(encoding="utf-8")))
+        return
     for item in plan():
         run_dir = board / item.protocol / item.folder
         if item.cache_from:
@@ -137,17 +145,27 @@ def main(out: Path = Path("results")) -> None:
                                  **item.options).run_dir)
         minutes, seconds = divmod(round(time.monotonic() - start), 60)
         print(f"{item.protocol} ({item.folder}): done in {minutes} min {seconds} s", flush=True)
-    hub = out / "hub"
     if hub.exists():  # all but the sweeps, which run_sweeps refreshes only where it can
         for child in hub.iterdir():
             if child.name != "sweeps":
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
     stage(runs, hub, REPO_ID, episodes=False)
     run_sweeps(board, hub / "sweeps")
-    card = (hub / "README.md").read_text(encoding="utf-8") + sweeps_section(hub / "sweeps")
+    write_card(out, (hub / "README.md").read_text(encoding="utf-8"))
+
+
+def write_card(out: Path, staged: str) -> None:
+    """The hub card (the staged card and the published sweeps' section) and ``results/README.md``."""
+    hub = out / "hub"
+    card = staged + sweeps_section(hub / "sweeps")
     (hub / "README.md").write_text(card, encoding="utf-8")
     (out / "README.md").write_text(results_readme(card), encoding="utf-8")
     print(f"wrote {hub} and {out / 'README.md'}")
+
+
+def without_sweeps(card: str) -> str:
+    """The card as staged, before :func:`sweeps_section` was appended to it."""
+    return card.split(SWEEPS_HEADING, 1)[0]
 
 
 def run_sweeps(board: Path, published: Path) -> None:
@@ -178,12 +196,15 @@ def run_sweeps(board: Path, published: Path) -> None:
         print(f"sweep of {record['model']}: done", flush=True)
 
 
+SWEEPS_HEADING = "\n## Transfer over training\n"
+
+
 def sweeps_section(published: Path) -> str:
     """The card's section on transfer over training: each published sweep's table (its report.md)."""
     reports = sorted(published.glob("sweep-*/report.md"))
     if not reports:
         return ""
-    parts = ["", "## Transfer over training", ""]
+    parts = ["", SWEEPS_HEADING.strip(), ""]
     for report in reports:
         body = report.read_text(encoding="utf-8").split("\n", 1)[1].strip()  # its own title dropped
         body = body.replace("](sweep.png)", f"](sweeps/{report.parent.name}/sweep.png)")
@@ -207,4 +228,4 @@ def results_readme(card: str) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    main(sweeps_only="--sweeps-only" in sys.argv[1:])
