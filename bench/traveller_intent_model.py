@@ -46,15 +46,15 @@ def questions(path: Path) -> list[tuple[str, list[str]]]:
 
 
 def reader_before(path: Path, folder: Path):
-    """The reading module as it was before the commit that added ``path`` (with the lexicon module beside it
-    where that commit had one), imported as a package of its own."""
+    """The reading module as it was before the commit that added ``path`` (with the lexicon and phrases modules
+    beside it where that commit had them), imported as a package of its own."""
     rel = path.relative_to(ROOT).as_posix()
     added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", rel], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.split()[-1]
     package = folder / f"travel_{added[:8]}"
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
-    for name in ("reading.py", "lexicon.py"):
+    for name in ("reading.py", "lexicon.py", "phrases.py"):
         shown = subprocess.run(["git", "show", f"{added}~1:tool_suites/travel/{name}"], cwd=ROOT,
                                capture_output=True, text=True)
         if shown.returncode == 0:

@@ -172,13 +172,53 @@ def test_round11_rules_read_what_they_should_and_no_more(question, slots):
     assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
 
 
+@pytest.mark.parametrize("question,slots", [
+    # found in review: what round 11's rules must leave alone
+    ("Is the price and the date more important than the airline?", ["priority"]),  # "and" inside the comparison
+    ("Would you take a later date and a lower price over your preferred airline?", ["priority"]),
+    ("Since the cheapest flight is on Borealis and the best date is on Aster Air, which would you pick?", ["priority"]),
+    ("Since the festival is in March, should I avoid those dates?", ["events"]),  # a stated clause is context
+    ("Since when do you need to be in Oslo, and what's your budget?", ["budget", "dates"]),
+    ("Is there any room in your budget for a pricier fare?", ["budget"]),  # wiggle room is no hotel room
+    ("What's your budget including the hotel?", ["budget"]),
+    ("I found a Borealis flight for you at $280 on Friday. Is that right?", []),  # a report, not an assumption
+    ("I can search Borealis for flights under your $400 budget. Shall I do so?", []),
+    ("I assume you're flexible on dates. Does that seem fair?", ["dates"]),
+    ("Are you planning to go to that fair?", ["events"]),
+    ("Let me know when you\u2019re ready. What's your budget?", ["budget"]),  # a typographic apostrophe
+    ("I found a Borealis fare at $290; let me know if you want it. Which dates work best?", ["dates"]),
+    ("Would you rather fly within 2 days or save money?", ["priority"]),
+    ("Would you rather take the flight that leaves first or the cheaper one?", ["priority"]),
+    ("That leaves three carriers: which one do you prefer?", ["airline"]),
+    ("Do you want to fly sooner or later than Friday, and what's your budget?", ["budget", "dates"]),
+    ("How's the rest of your week going?", []),
+    ("Do you want me to notify you if the fare drops, and what matters most to you?", ["priority"]),
+    ("Should I book your tickets to avoid the festival crowds?", ["events"]),
+    ("I found Aster Air at $450. Could you go a little higher on this fare?", ["budget"]),
+    ("How much is too much for a flight with a checked bag?", ["budget"]),
+    ("What's the cost of the flight with a meal included?", ["budget"]),
+    ("What timing works best for you, and are there any events you'd like to avoid?", ["dates", "events"]),
+    ("What are your travel dates, from and to?", ["dates"]),
+    ("Would you like to travel in a month with better weather?", ["dates"]),
+    ("How high on your list is flying Aster Air?", ["airline"]),
+    ("Which airlines would you accept, and which matters most?", ["airline", "priority"]),
+])
+def test_round11_rules_leave_alone_what_they_should(question, slots):
+    t = traveller()
+    t.ask(question)
+    assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
+
+
 def test_letting_a_hold_go_is_not_a_confirmation():
     t = traveller()
     for question in ("Shall I release the held seat?", "Should I let go of the hold first?"):
         t.ask(question)
         assert t.events[-1]["type"] == "ask", question
-    t.ask("Want me to seal the deal on the Aster Air seat I've been holding?")
-    assert t.events[-1] == {"type": "confirm", "object": "AS12301", "answer": "yes"}
+    for question in ("Want me to seal the deal on the Aster Air seat I've been holding?",
+                     "Shall I book the held seat? It comes with free cancellation.",  # the hold is not cancelled
+                     "Shall I go ahead and book the held seat before prices drop?"):
+        t.ask(question)
+        assert t.events[-1] == {"type": "confirm", "object": "AS12301", "answer": "yes"}, question
 
 
 def test_a_made_up_flight_is_refused_and_a_second_active_hold_makes_the_held_seat_ambiguous():

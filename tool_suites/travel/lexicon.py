@@ -27,13 +27,18 @@ ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or
 QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|whats|which|when|where|how|who)\b"
                              r"(?!\s+(?:i|we|you|it|they)\b|\s+(?:i|we|you|they)')", re.I)  # not "when you're ready"
 #: a sentence that asks indirectly ("I'd like to know which airlines are on the table for you.")
-INDIRECT = re.compile(r"\b(?:like|need|want|love) to know\b|\b(?:let me know|tell me)\s+"
+#: (opening the sentence, after a stated clause; not "let me know when you're ready")
+INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\s+(?:like|need|want|love)\s+to\s+know|"
+                      r"(?:(?:could|can|would|will)\s+you\s+(?:please\s+)?)?(?:let me know|tell me))\s+"
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
-                      r"(?!\s+(?:you're|you are|it's|it is|that's|we're|we are)\b)", re.I)
+                      r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
-STATED = re.compile(r"(?:^|(?<=[.?!]))\s*(?:since|given that|now that|seeing that|seeing as)\b[^,.?!]*,", re.I)
+STATED = re.compile(r"(?:^|(?<=[.?!]))\s*(?:since(?!\s+when)|given that|now that|seeing that|seeing as)\b[^,.?!]*,", re.I)
+#: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
+TAG_QUESTION = re.compile(r"\W*(?:(?:is|does|would|was)\s+(?:that|this|it)\s+(?:(?:seem|sound)s?\s+)?)?"
+                          r"(?:fair|right|correct|true|accurate)\W*$", re.I)
 #: a question that asks on its own: opens with a question word or an auxiliary ("What's the maximum you'd pay")
-QUESTION_START = re.compile(r"\s*(?:(?:so|also|and|first|firstly)\W+)?(?:what|whats|which|how|when|where|who|do|does|"
+QUESTION_START = re.compile(r"\s*(?:(?:so|also|and)\W+)?(?:what|whats|which|how|when|where|who|do|does|"
                             r"did|are|is|would|could|can|will|have|any)\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
@@ -154,10 +159,10 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("soccer", "match", "event"), ("football", "game", "event"), ("rugby", "match", "event"),
     ("cricket", "match", "event"), ("basketball", "game", "event"), ("baseball", "game", "event"),
     ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
-    ("fair", "game", "correct"), ("that", "fair", "correct"), ("fair", "enough", "correct"), ("it", "fair", "correct"),
+    ("fair", "game", "correct"), ("fair", "enough", "correct"), ("check", "in", "checkin"),
 )}
 #: when a question names two wishes, these words make it a choice between them
-CHOICE = _cue("keep", "choose", "win", "rather", "sooner", "beat", "pick", "sacrifice", "first", "favour", "favor",
+CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor",
               "value")
 #: weaker verbs of choice: a choice only when an "or" in the same sentence has a different wish on each side
 #: ("would you accept the later date, or switch airlines?"; not "which airlines would you accept, and ...?")
@@ -172,17 +177,19 @@ NOT_FARE_UNITS = _cue("hour", "hours", "minute", "minutes", "kg", "kilos", "stop
 DOCUMENTS = _cue("passport", "passports", "visa", "visas", "expiry", "expire", "expires", "validity", "valid")
 #: things with dates or prices of their own: a hotel room's check-in date, the weather on arrival day, the
 #: price of parking or of an extra bag are not the trip's dates or fare
-WEATHER = _cue("weather", "forecast", "temperature")
-LODGING = _cue("hotel", "hotels", "room", "rooms", "accommodation", "hostel", "airbnb")
+WEATHER = _cue("forecast", "forecasts")
+LODGING = _cue("hotel", "hotels", "accommodation", "hostel", "airbnb", "checkin")
+#: what a price is of when it is the flight's ("the cost of the flight with a meal included")
+FLIGHT_NOUNS = _cue("flight", "flights", "ticket", "tickets", "fare", "fares", "trip", "seat", "journey")
 EXTRAS = _cue("parking", "bag", "bags", "baggage", "luggage", "insurance", "upgrade", "upgrades", "lounge", "wifi",
               "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours")
 #: a city event's tickets to buy: an offer of a service, not a question about the trip's purpose
 EVENT_TICKETS = _cue("ticket", "tickets", "pass", "passes", "admission", "entry")
 BUYING = _cue("buy", "purchase", "book", "order", "reserve")
-#: a short tag question after a statement of wishes ("…no particular airline or date. Is that fair?") asks them
-TAG = _cue("correct", "right", "true", "accurate", "so")
-#: …when the statement is about the traveller ("I assume you're …"), not a report of what was found
-ABOUT_YOU = _cue("you", "your", "assume", "understand", "gather")
+#: a tag question after a statement of wishes asks them when the statement is about the traveller: a verb of
+#: assuming, or "you" as a subject ("I assume you're …", "you don't mind …"), not a report ("a flight for you")
+ASSUMING = _cue("assume", "understand", "gather", "suppose", "guess", "presume", "reckon")
+NOT_SUBJECT = _cue("for", "to", "with", "at", "of", "thank", "by", "from")
 #: a verb of letting a hold go: "should I release the held seat?" is not a confirmation
 RELEASE = _cue("release", "cancel", "drop", "abandon", "void")
 #: what "everything else" / "all else" is: with a verb of outranking, one wish over the rest
@@ -215,7 +222,6 @@ HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
 #: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
 BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
-    ("how", "high"),
 )}
 #: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
 #: the question asks whether to set it up, not the budget or the dates

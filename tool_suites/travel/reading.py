@@ -19,7 +19,8 @@ The rules, in order:
 1. **Confirmation** — the question names one of the world's flights (``AS12301``, case-insensitive, a
    space or hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds
    (``H1``); or it proposes to pay for / complete / issue the ticket for "the held (reserved) seat"
-   while exactly one hold is active (not to release or cancel it). The flight named is the object.
+   while exactly one hold is active (not to release, cancel or let go of it: the verb's object within four
+   words). The flight named is the object.
 Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
 statement: ``what``, ``which``, ``how`` … not followed by a subject ("any airline preference? also whats ur max
 price", not "when you're ready I'll search"), and indirect questions ("I'd like to know which airlines …") — are
@@ -28,9 +29,11 @@ under $300 with Borealis. Which day do you want to fly?" asks about dates only),
 referring back to its context reads it: "which would you accept?" after two wishes were named asks the
 priority, "avoid those dates?" after a festival was named asks about events, and a question that names no
 wish itself but refers back ("do you prefer one of them?") after a context naming one wish asks that wish.
-A short tag question after a statement about the traveller ("I assume you're not tied to any airline or
-date. Is that fair?") asks what the statement named. A clause that states what is known before asking
-("Since your budget is capped at 400, …") is not read. With no ``?`` at all, sentences that wish the
+A short tag question ("Is that fair?", "Does that sound right?") after a statement about the traveller (a verb
+of assuming, or "you" as a subject: "I assume you're not tied to any airline or date") asks what the
+statement named, and nothing after a report ("I found a flight for you at $280"). A clause that states what is
+known before asking ("Since your budget is capped at 400, …"; not "since when") is not read, but is context for
+the rules that refer back. With no ``?`` at all, sentences that wish the
 traveller well ("I hope your day is going well", "thanks") are not read.
 
 2. **Priority** — a question about how the wishes rank against each other (``more important``,
@@ -89,12 +92,11 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .lexicon import (
-    ABOUT_YOU,
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
     ANY_FLIGHT,
-    ARRIVAL,
+    ASSUMING,
     BUDGET,
     BUDGET_PAIRS,
     BUYING,
@@ -107,12 +109,9 @@ from .lexicon import (
     DISPLAY,
     DOCUMENTS,
     DROP,
-    DURATION,
     ELSE_WORDS,
     EVENT_CLASH,
-    EVENT_TICKETS,
     EVENTS,
-    EXTRAS,
     FIRM,
     FLEXIBLE,
     FLYING,
@@ -122,13 +121,12 @@ from .lexicon import (
     IMPORTANT,
     INDIRECT,
     LESS_MORE,
-    LOCATIVE,
     LODGING,
     LUGGAGE,
     MUST_PAIRS,
     NOT_FARE_UNITS,
+    NOT_SUBJECT,
     NOTIFY,
-    NUMBER_WORDS,
     OFFER,
     OUTRANK,
     PART,
@@ -143,26 +141,33 @@ from .lexicon import (
     QUESTION_OPENER,
     QUESTION_START,
     REFER_BACK,
-    RELEASE,
     ROUTE,
     ROUTE_PAIR,
     SENTENCE,
-    SMALL_TALK,
     STATED,
     SWITCH,
-    TAG,
-    TIME_PREPOSITIONS,
+    TAG_QUESTION,
     TRADE_OFF,
     TRAVEL_VERBS,
-    UNITS,
     WEATHER,
     WELL_WISH,
-    WHEN_NOT,
     WHICH_PRONOUN,
     WISH_NOUNS,
     WORTH_TRADE,
     stem,
     stems,
+)
+from .phrases import (
+    DATE_NOUNS,
+    contains,
+    date_cues,
+    event_tickets,
+    extra_first,
+    leaves,
+    lets_go,
+    located,
+    ordinal,
+    priced_extra,
 )
 
 
@@ -196,6 +201,7 @@ class Reader:
         self._cities = {stem(c.lower()) for c in cities if c}
 
     def read(self, question: str) -> Reading:
+        question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
         flight = self._confirmed(question)
         if flight is not None:
             return Reading("confirm", flight=flight)
@@ -205,14 +211,21 @@ class Reader:
         asking = ""
         if any(x.rstrip().endswith("?") for x in sentences):  # and those that open like one: "also whats ur max price"
             asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x)
-                              and not x.rstrip().endswith((".", "!")) or INDIRECT.search(x))
+                              and not x.rstrip().endswith((".", "!")) or INDIRECT.match(STATED.sub("", x)))
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
             if not kept:
                 return Reading("ask", [])
             asking = question if len(kept) == len(sentences) else " ".join(kept)
-        partial = asking is not question  # the question has a context: what it states before it asks
+        # the question's context: what it states before it asks, in sentences or in a "since …" clause
+        context = [x for x in sentences if not x.rstrip().endswith("?")] if asking is not question else []
+        context += STATED.findall(asking)
         asking = STATED.sub(" ", asking)  # "Since your budget is capped at 400, which airlines ...?"
+        if TAG_QUESTION.match(asking):  # "I assume you're not tied to any airline or date. Is that fair?"
+            stated = stems(" ".join(context))
+            about_you = set(stated) & ASSUMING or any(w == "you" and (not i or stated[i - 1] not in NOT_SUBJECT)
+                                                     for i, w in enumerate(stated))
+            return Reading("ask", sorted(self._mentions(stated)) if about_you else [])
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
@@ -225,12 +238,12 @@ class Reader:
         for part in OFFER.split(asking):  # clauses, grouped by what a service offer covers
             part_words = stems(part)
             # a service offer: "notify you if the fare drops?", "a reminder before you leave for the airport?"
-            offer = set(part_words) & NOTIFY and not _contains(part_words, (stem("remind"), "me"))
+            offer = set(part_words) & NOTIFY and not contains(part_words, (stem("remind"), "me"))
             for clause in PART.split(part):
                 for s in self._clause_slots(stems(clause), words):
                     if s not in slots and (s == "events" or not offer):
                         slots.append(s)
-        if partial:  # the question refers back to its context
+        if context:  # the question refers back to its context
             whole = stems(question)
             if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
                 return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
@@ -239,14 +252,9 @@ class Reader:
             if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK:
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(words) & (REFER_BACK | {"one"}):
-                context = self._mentions(stems(" ".join(x for x in sentences if not x.rstrip().endswith("?"))))
-                if len(context) == 1:
-                    return Reading("ask", sorted(context))  # "I see four carriers. Do you prefer one of them?"
-            if not slots and set(words) & TAG and len(words) <= 4:  # "…no particular airline or date. Is that fair?"
-                stated = stems(" ".join(x for x in sentences if not x.rstrip().endswith("?")))
-                context = self._mentions(stated)
-                if context and set(stated) & ABOUT_YOU:
-                    return Reading("ask", sorted(context))
+                named = self._mentions(stems(" ".join(context)))
+                if len(named) == 1:
+                    return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
 
     def _slots_then_priority(self, asking: str) -> list[str]:
@@ -256,10 +264,13 @@ class Reader:
             return []
         cues = PRIORITY | CHOICE | SWITCH | {stem("prefer")}
         whole = self._about_priority(stems(asking))
-        for m in re.finditer(r"\band\b|;|\?", asking):
+        for m in re.finditer(r"\band\b|;|\?", asking, re.I):
             head, rest = asking[:m.start()], asking[m.end():]
             head_words, rest_words = stems(head), stems(rest)
-            if not rest_words or set(head_words) & cues or self._about_priority(head_words):
+            # each side a question of its own: the head about "you", the rest opening like a question
+            if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
+                    or not {"you", stem("your")} & set(head_words) or set(head_words) & NOTIFY
+                    or not (QUESTION_START.match(rest) or re.match(r"\W*if\b", rest, re.I))):
                 continue
             # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
             if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
@@ -283,15 +294,16 @@ class Reader:
             return self.holds[m.group(1).upper()]["flight"]
         words = set(stems(question))
         active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
-        letting_go = words & RELEASE or _contains(stems(question), (stem("let"), "go"))
+        letting_go = lets_go(stems(question))
         if len(active) == 1 and words & HOLD_WORDS and words & COMMIT_WORDS - HOLD_WORDS and not letting_go:
             return active[0]["flight"]
         return None
 
     def _mentions(self, words: list[str]) -> set[str]:
         """The wishes a stretch of text names (for ``rather X or Y``)."""
+        dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words)
         return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues} | (
-            {"airline"} if self._names_airline(words) else set()) | ({"dates"} if _date_cues(words) else set())
+            {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
 
     def _about_priority(self, words: list[str]) -> bool:
         ws = set(words)
@@ -307,11 +319,16 @@ class Reader:
         musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
         if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
             return False  # "by what date do you absolutely need to have landed?" asks that wish
-        if _contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
+        if contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
                                                       and not ws & HOLD_WORDS):
             return True  # "one wish you'd happily let go of", "what would you let go of first?"
         if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:
             return True  # "I assume the date trumps everything else?"
+        if stem("sooner") in ws and "than" in words:  # "you'd sooner pay a bit more than move your date"
+            i = words.index("than")
+            left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+            if left and right and not left & right:
+                return True
         if (cues or musts or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
             return True
@@ -358,7 +375,7 @@ class Reader:
         return bool(left and right and not left & right)
 
     def _names_airline(self, words: list[str]) -> bool:
-        return any(_contains(words, name) for name in self._airlines)
+        return any(contains(words, name) for name in self._airlines)
 
     def _clause_slots(self, words: list[str], question: list[str] = ()) -> list[str]:
         """The slots one clause asks; ``question`` is the whole asking text's stems (a payment method or a
@@ -366,19 +383,17 @@ class Reader:
         if not words:
             return []
         ws, whole = set(words), set(question) | set(words)
-        if words in (["from"], ["to"]):  # "from, to, when, and max price?"
+        if words in (["from"], ["to"]) and not whole & DATE_NOUNS:  # "from, to, when, and max price?"
             return ["route"]
         # "something going on in the city" is an event (not "going on a trip")
         if ws & EVENTS or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
-            return [] if ws & EVENT_TICKETS and ws & BUYING else ["events"]  # not "buy tickets for the festival?"
+            return [] if ws & BUYING and event_tickets(words) else ["events"]  # not "buy tickets for the festival?"
         pairs = set(zip(words, words[1:]))
         out = []
         how_much = any(a == "how" and b == "much" and (i + 2 < len(words) and words[i + 2] in HOW_MUCH_NEXT or
                                                        i + 2 == len(words))
                        for i, (a, b) in enumerate(zip(words, words[1:])))
-        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not _priced_extra(words, i)}
-        if ws & LODGING:  # "what's your budget for the hotel room?"
-            budget_cues, how_much = set(), False
+        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i)}
         if whole & PAY_METHODS:
             budget_cues -= PAY_WORDS
         if whole & DISPLAY and whole & CURRENCIES:
@@ -386,10 +401,12 @@ class Reader:
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
                       and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
-        if stem("weigh") in ws or ws & EXTRAS and "you" not in ws:  # "how much does your bag weigh?", "…is a bag?"
+        if stem("weigh") in ws or extra_first(words) and "you" not in ws:  # "how much does a bag weigh / cost?"
             how_much = False
+        how_high = any(a == "how" and b == stem("high") and c in HOW_MUCH_NEXT  # "how high can you go?"
+                       for a, b, c in zip(words, words[1:], words[2:]))
         pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
-        if (budget_cues or how_much or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS or bounded
+        if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS or bounded
                 or pockets):
             out.append("budget")
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
@@ -405,16 +422,17 @@ class Reader:
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
                          and words[i + 1] == "from" and (i + 2 == len(words) or words[i + 2] not in self._cities)
                          for i in range(len(words) - 1)) or ("from", "which") in pairs or ("from", "where") in pairs
-        leave_from = leave_from or _contains(words, (stem("fly"), "out", "of"))  # "flying out of Newark"
+        leave_from = leave_from or contains(words, (stem("fly"), "out", "of"))  # "flying out of Newark"
         birth = stem("birth") in ws or stem("born") in ws or stem("birthday") in ws
         window = any(a in (stem("travel"), stem("time"), stem("date")) and b in (stem("window"), stem("frame"))
                      for a, b in pairs) or stem("timeframe") in ws
         # "may" is the month only next to a date ("in May", "May 3"), not "may I ask"
         month_may = any(b == "may" and a in ("in", "of", "earli", "late", "mid") or a == "may" and b.isdigit()
                         for a, b in pairs)
-        dated = _date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or _ordinal(words) or (
-            ws & {stem("leave"), stem("depart")} and not leave_from)
-        timing = _date_cues(words) == {"timing"} and whole & EVENTS  # "an event you're timing this trip around"
+        dated = date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or ordinal(words) or (
+            leaves(words) and not leave_from)
+        # "an event you're timing this trip around" (not "what timing works best, and any events?")
+        timing = date_cues(words) == {"timing"} and whole & EVENTS and not ws & {"what", "which", "when"}
         # not "is your passport valid for six months?", "a check-in date for the room", "the weather on arrival day"
         if dated and not birth and not ws & (DOCUMENTS | LODGING | WEATHER) and not timing:
             out.append("dates")
@@ -423,64 +441,8 @@ class Reader:
         where = ("where" in ws and (ws & TRAVEL_VERBS or len(words) == 1 and whole & TRAVEL_VERBS)
                  or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
-        routed = any(w in ROUTE and not _located(words, i) for i, w in enumerate(words))
+        routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
         named_city = ws & self._cities and not out  # a city the question is about, not one it mentions
         if routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs:
             out.append("route")
         return out
-
-
-def _date_cues(words: list[str]) -> set[str]:
-    """The date cues of a clause, less those that do not ask for a date: ``when`` as a conjunction about
-    the booking ("message me when it's done"), a cue after a preposition of time ("a reminder before
-    departure"), a length of time ("valid for six months"), and small talk ("how's your week been?")."""
-    out: set[str] = set()
-    if DATES.isdisjoint(words):
-        return out
-    for i, w in enumerate(words):
-        if w not in DATES:
-            continue
-        before = words[i - 1] if i else ""
-        after = words[i + 1] if i + 1 < len(words) else ""
-        if w == "when" and after in WHEN_NOT:
-            continue
-        if w == "when" and after == "you" and i + 2 < len(words) and words[i + 2] in ARRIVAL:
-            continue  # "a rental car when you land?"
-        if w in (stem("leave"), stem("depart")) and before == "you" and i >= 2 and words[i - 2] in TIME_PREPOSITIONS:
-            continue  # "a reminder 24 hours before you leave"
-        if w == stem("leave") and before in ("which", "that", "it", "this"):
-            continue  # "which leaves flights from three carriers"
-        if w == stem("departure") and before in TIME_PREPOSITIONS:
-            continue
-        if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
-            continue
-        if w in UNITS and before == stem("your") and after in SMALL_TALK and (i < 2 or words[i - 2] not in
-                                                                            ("on", "for", "of", "that")):
-            continue  # "how's your week been?", not "if the only flight on your day is over budget"
-        out.add(w)
-    return out
-
-
-def _priced_extra(words: list[str], i: int) -> bool:
-    """Whether the budget cue ``words[i]`` prices something else: "the price of airport parking", "the cost of
-    adding a second bag", or names the fare a service is on ("a bag on this fare")."""
-    if i + 1 < len(words) and words[i + 1] == "of" and set(words[i + 2:i + 8]) & EXTRAS:
-        return True
-    return i >= 2 and words[i] == stem("fare") and words[i - 2] == "on" and words[i - 1] in ("this", "that")
-
-
-def _contains(words: list[str], seq: tuple[str, ...]) -> bool:
-    n = len(seq)
-    return n > 0 and any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))
-
-
-def _located(words: list[str], i: int) -> bool:
-    j = i - 1
-    while j >= 0 and words[j] in (stem("your"), "the", "my", stem("final")):
-        j -= 1
-    return j >= 0 and words[j] in LOCATIVE
-
-
-def _ordinal(words: list[str]) -> bool:
-    """``the 14th``: tokens arrive split (``14``, ``th``)."""
-    return any(a.isdigit() and len(a) <= 2 and b in ("st", "nd", "rd", "th") for a, b in zip(words, words[1:]))

@@ -1,0 +1,111 @@
+"""Small tests over a clause's stems that the reader's rules (:mod:`.reading`) are written with: which date
+words ask for a date, whether a price is the flight's, whether a verb of leaving or of letting go applies."""
+
+from __future__ import annotations
+
+from .lexicon import (
+    ARRIVAL,
+    DATES,
+    DURATION,
+    EVENT_TICKETS,
+    EVENTS,
+    EXTRAS,
+    FLIGHT_NOUNS,
+    HOLD_WORDS,
+    LOCATIVE,
+    NUMBER_WORDS,
+    RELEASE,
+    SMALL_TALK,
+    TIME_PREPOSITIONS,
+    UNITS,
+    WHEN_NOT,
+    stem,
+)
+
+DATE_NOUNS = frozenset({stem("date"), stem("dates"), stem("day"), stem("days")})
+
+
+def date_cues(words: list[str]) -> set[str]:
+    """The date cues of a clause, less those that do not ask for a date: ``when`` as a conjunction about
+    the booking ("message me when it's done"), a cue after a preposition of time ("a reminder before
+    departure"), a length of time ("valid for six months"), and small talk ("how's your week been?")."""
+    out: set[str] = set()
+    if DATES.isdisjoint(words):
+        return out
+    for i, w in enumerate(words):
+        if w not in DATES:
+            continue
+        before = words[i - 1] if i else ""
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if w == "when" and after in WHEN_NOT:
+            continue
+        if w == "when" and after == "you" and i + 2 < len(words) and words[i + 2] in ARRIVAL:
+            continue  # "a rental car when you land?"
+        if w in (stem("leave"), stem("depart")) and before == "you" and i >= 2 and words[i - 2] in TIME_PREPOSITIONS:
+            continue  # "a reminder 24 hours before you leave"
+        if w == stem("departure") and before in TIME_PREPOSITIONS:
+            continue
+        if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
+            continue
+        if w in UNITS and before == stem("your") and after in SMALL_TALK and (i < 2 or words[i - 2] not in
+                                                                            ("on", "for", "that")):
+            continue  # "how's your week been?", not "if the only flight on your day is over budget"
+        out.add(w)
+    return out
+
+
+def priced_extra(words: list[str], i: int) -> bool:
+    """Whether the budget cue ``words[i]`` prices something else: "the price of airport parking", "the cost of
+    adding a second bag" (not "the cost of the flight with a meal"), or names the fare an extra is on ("a bag
+    on this fare")."""
+    if i + 1 < len(words) and words[i + 1] == "of":
+        thing = next((w for w in words[i + 2:i + 8] if w in EXTRAS or w in FLIGHT_NOUNS), None)
+        return thing in EXTRAS
+    return (i >= 2 and words[i] == stem("fare") and words[i - 2] == "on" and words[i - 1] in ("this", "that")
+            and bool(set(words) & EXTRAS))
+
+
+def extra_first(words: list[str]) -> bool:
+    """Whether an extra is named before the flight: "how much is a checked bag on this fare?" prices the bag,
+    "how much is too much for a flight with a checked bag?" the flight."""
+    return next((w for w in words if w in EXTRAS or w in FLIGHT_NOUNS), None) in EXTRAS
+
+
+def leaves(words: list[str]) -> bool:
+    """A verb of leaving whose subject is the traveller or a flight, not "which leaves three carriers"
+    ("the flight that leaves first" still leaves)."""
+    return any(w in (stem("leave"), stem("depart")) and not (i and words[i - 1] in ("which", "that", "it", "this")
+                                                             and not (i >= 2 and words[i - 2] in FLIGHT_NOUNS))
+               for i, w in enumerate(words))
+
+
+def lets_go(words: list[str]) -> bool:
+    """A verb of letting go (release, cancel, let go of) with the hold as its object, within four words."""
+    for i, w in enumerate(words):
+        end = i + 2 if w == stem("let") and words[i + 1:i + 2] == ["go"] else i + 1 if w in RELEASE else None
+        if end is not None and set(words[end:end + 4]) & (HOLD_WORDS | {"it", "seat"}):
+            return True
+    return False
+
+
+def event_tickets(words: list[str]) -> bool:
+    """Tickets *for* an event ("buy tickets for the festival"), not the flight's ("tickets to avoid the crowds")."""
+    return any(w in EVENT_TICKETS and words[i + 1:i + 2] in (["for"], ["to"]) and set(words[i + 2:i + 4]) & EVENTS
+               for i, w in enumerate(words))
+
+
+def contains(words: list[str], seq: tuple[str, ...]) -> bool:
+    n = len(seq)
+    return n > 0 and any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))
+
+
+def located(words: list[str], i: int) -> bool:
+    j = i - 1
+    while j >= 0 and words[j] in (stem("your"), "the", "my", stem("final")):
+        j -= 1
+    return j >= 0 and words[j] in LOCATIVE
+
+
+def ordinal(words: list[str]) -> bool:
+    """``the 14th``: tokens arrive split (``14``, ``th``)."""
+    return any(a.isdigit() and len(a) <= 2 and b in ("st", "nd", "rd", "th") for a, b in zip(words, words[1:]))
