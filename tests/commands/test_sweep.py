@@ -59,6 +59,8 @@ def test_the_command_needs_a_training_record(tmp_path, topoeval_cmd):
     (tmp_path / "x.json").write_text("{}")
     proc = subprocess.run([*topoeval_cmd, "sweep", str(tmp_path / "x.json")], capture_output=True, text=True)
     assert proc.returncode == 2 and "not a training record" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run([*topoeval_cmd, "sweep", str(tmp_path / "absent.json")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no such training record" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.local_model

@@ -28,6 +28,8 @@ def read_record(path: str | Path) -> tuple[dict[str, Any], Path]:
             raise UserError(f"{path}: {'no' if not found else 'more than one'} training record here; "
                             "name the .json file")
         path = found[0]
+    if not path.exists():
+        raise UserError(f"{path}: no such training record")
     if not _is_record(path):
         raise UserError(f"{path}: not a training record of topoeval train (a <name>.json with steps and config)")
     return json.loads(path.read_text(encoding="utf-8")), path
