@@ -62,6 +62,13 @@ def read(t, label: str, question: str) -> bool:
     return e["type"] == "ask" and sorted(e["slots"]) == want
 
 
+def slots_read(question: str) -> list[str] | None:
+    """The slots a fresh traveller reads in a question (sorted), or None when it reads a confirmation."""
+    t = traveller()
+    t.ask(question)
+    return sorted(t.events[-1]["slots"]) if t.events[-1]["type"] == "ask" else None
+
+
 def test_corpus_is_large_and_varied():
     rows = corpus()
     assert len(rows) >= 200 and len({q for _, _, q in rows}) == len(rows)
@@ -136,9 +143,7 @@ def test_words_that_look_like_cues(question, slots):
     ("I found a fare $80 cheaper, but with another carrier. Is saving that money worth switching?", ["priority"]),
 ])
 def test_rules_that_read_one_wish_do_not_swallow_the_others(question, slots):
-    t = traveller()
-    t.ask(question)
-    assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
+    assert slots_read(question) == sorted(slots)
 
 
 @pytest.mark.parametrize("question,slots", [
@@ -167,9 +172,7 @@ def test_rules_that_read_one_wish_do_not_swallow_the_others(question, slots):
     ("If the only flight on your day is over budget, should I still pick it?", ["priority"]),
 ])
 def test_round11_rules_read_what_they_should_and_no_more(question, slots):
-    t = traveller()
-    t.ask(question)
-    assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
+    assert slots_read(question) == sorted(slots)
 
 
 @pytest.mark.parametrize("question,slots", [
@@ -204,9 +207,7 @@ def test_round11_rules_read_what_they_should_and_no_more(question, slots):
     ("Which airlines would you accept, and which matters most?", ["airline", "priority"]),
 ])
 def test_round11_rules_leave_alone_what_they_should(question, slots):
-    t = traveller()
-    t.ask(question)
-    assert t.events[-1]["type"] == "ask" and sorted(t.events[-1]["slots"]) == sorted(slots)
+    assert slots_read(question) == sorted(slots)
 
 
 def test_letting_a_hold_go_is_not_a_confirmation():
