@@ -1,6 +1,6 @@
 """Tokens/s of the shipped adapter models against the embedded base they were trained from.
 
-    .venv/bin/python bench/adapters.py            # smollm2-135m, -wiki, -travel; 6 prompts per topology
+    .venv/bin/python bench/adapters.py            # smollm2-135m, -wiki, -travel, -wiki-grpo; 6 prompts per topology
 
 Every model answers the same first turns — wiki and travel test tasks, each with its topology's system
 prompt and tools — through topoeval's backend (``make_policy``: grammar-constrained tool calls in
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-MODELS = ("smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel")
+MODELS = ("smollm2-135m", "smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo")
 
 
 def prompts(n: int) -> list[tuple]:
