@@ -16,7 +16,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round5": "traveller_questions_round5.tsv", "round6": "traveller_questions_round6.tsv",
          "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv",
          "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv",
-         "round11": "traveller_questions_round11.tsv"}
+         "round11": "traveller_questions_round11.tsv",
+         "round12": "traveller_questions_round12.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -208,6 +209,25 @@ def test_round11_rules_read_what_they_should_and_no_more(question, slots):
 ])
 def test_round11_rules_leave_alone_what_they_should(question, slots):
     assert slots_read(question) == sorted(slots)
+
+
+@pytest.mark.parametrize("question,reading", [
+    # round 12: a flight named in a report is confirmed only by a question that commits or accepts
+    ("EG55120 is $276. Is that affordable?", ["budget"]),
+    ("Would you like to see the seat map for EG40877?", []),
+    ("You said the date was non-negotiable - does that still hold if it means paying double?", ["priority"]),
+    ("Shall I book EG55120?", "EG55120"),
+    ("I'd like your go-ahead before I book flight bo45612. Shall I?", "BO45612"),  # a bare "Shall I?" reads back
+    ("Sorry, H2 was released, so BO45612 is no longer held. Shall I book EG55120 instead ($276)?", "EG55120"),
+    ("Is BO45612 at $320 fine with you?", "BO45612"),
+    ("Which city is the conference in?", ["events", "route"]),
+    ("Do you want me to add a checked bag?", []),
+])
+def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
 
 
 def test_letting_a_hold_go_is_not_a_confirmation():

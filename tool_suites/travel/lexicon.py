@@ -160,6 +160,7 @@ COMPOUNDS = {(stem(a), stem(b)): stem(c) for a, b, c in (
     ("cricket", "match", "event"), ("basketball", "game", "event"), ("baseball", "game", "event"),
     ("expiry", "date", "expiry"), ("expiration", "date", "expiry"),
     ("fair", "game", "correct"), ("fair", "enough", "correct"), ("check", "in", "checkin"),
+    ("e", "ticket", "eticket"), ("big", "match", "event"), ("big", "game", "event"), ("the", "bank", "budget"),
 )}
 #: when a question names two wishes, these words make it a choice between them
 CHOICE = _cue("keep", "choose", "win", "rather", "beat", "pick", "sacrifice", "first", "favour", "favor",
@@ -182,7 +183,8 @@ LODGING = _cue("hotel", "hotels", "accommodation", "hostel", "airbnb", "checkin"
 #: what a price is of when it is the flight's ("the cost of the flight with a meal included")
 FLIGHT_NOUNS = _cue("flight", "flights", "ticket", "tickets", "fare", "fares", "trip", "seat", "journey")
 EXTRAS = _cue("parking", "bag", "bags", "baggage", "luggage", "insurance", "upgrade", "upgrades", "lounge", "wifi",
-              "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours")
+              "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours", "refund",
+              "refunds", "cancellation", "allowance")
 #: a city event's tickets to buy: an offer of a service, not a question about the trip's purpose
 EVENT_TICKETS = _cue("ticket", "tickets", "pass", "passes", "admission", "entry")
 BUYING = _cue("buy", "purchase", "book", "order", "reserve")
@@ -241,7 +243,11 @@ AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
-                    "proceed", "confirm", "lock", "seal")
+                    "proceed", "confirm", "lock", "seal", "approve", "charge")
+#: words that accept a named flight ("Is BO45612 at $320 fine with you?", "Is that okay?")
+ACCEPT = _cue("fine", "ok", "okay", "alright", "happy", "agree")
+#: verbs that add an extra to a booking ("do you want to add a checked bag?")
+ADDING = _cue("add", "adding", "added")
 
 
 #: what makes a date word a length of time or small talk (see :func:`_date_cues`)

@@ -16,11 +16,14 @@ one's figures are in docs/suites.md.
 
 The rules, in order:
 
-1. **Confirmation** — the question names one of the world's flights (``AS12301``, case-insensitive, a
-   space or hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds
-   (``H1``); or it proposes to pay for / complete / issue the ticket for "the held (reserved) seat"
-   while exactly one hold is active (not to release, cancel or let go of it: the verb's object within four
-   words). The flight named is the object.
+1. **Confirmation** — a question that commits or accepts (book, pay, charge, ticket, go ahead, lock
+   in, approve; fine, okay: read in its sentences that end in ``?``, or in all of it when those are a
+   bare "Shall I?") and names one of the world's flights (``AS12301``, case-insensitive, a space or
+   hyphen allowed after the airline code: ``as 12301``, ``AS-12301``) or one of its holds (``H1``) —
+   the one its asking sentences name first; or it proposes to pay for / complete / issue the ticket
+   for "the held (reserved) seat" while exactly one hold is active (not to release, cancel or let go
+   of it: the verb's object within four words). The flight named is the object. A flight named in a
+   report before another question ("EG55120 is $276. Is that affordable?") is context.
 Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
 statement: ``what``, ``which``, ``how`` … not followed by a subject ("any airline preference? also whats ur max
 price", not "when you're ready I'll search"), and indirect questions ("I'd like to know which airlines …") — are
@@ -92,6 +95,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .lexicon import (
+    ACCEPT,
+    ADDING,
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
@@ -112,6 +117,7 @@ from .lexicon import (
     ELSE_WORDS,
     EVENT_CLASH,
     EVENTS,
+    EXTRAS,
     FIRM,
     FLEXIBLE,
     FLYING,
@@ -178,6 +184,12 @@ class Reading:
     kind: str
     slots: list[str] = field(default_factory=list)
     flight: str | None = None
+
+
+def _holds_still(words: list[str]) -> bool:
+    """"Does that still hold?", "does it hold true": the verb, not a seat on hold."""
+    return any(a in ("still", "that", "it") and b == stem("hold") or a == stem("hold") and b in ("true", "up")
+               for a, b in zip(words, words[1:]))
 
 
 def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
@@ -251,6 +263,8 @@ class Reader:
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
             if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK:
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
+            if not slots and set(stems(" ".join(context))) & PRIORITY and len(words) <= 6:
+                return Reading("ask", ["priority"])  # "a trade-off: DW40551 at $199, or EG60238 at $342. Your call?"
             if not slots and set(words) & (REFER_BACK | {"one"}):
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
@@ -282,16 +296,19 @@ class Reader:
         return []
 
     def _confirmed(self, question: str) -> str | None:
-        if self._flight is not None:
-            m = self._flight.search(question)
-            if m:
-                return self.flights[re.sub(r"[\s-]", "", m.group(1)).upper()]
-        m = ANY_FLIGHT.search(question)
-        if m:
-            return m.group(1)
-        m = HOLD_ID.search(question)
-        if m and m.group(1).upper() in self.holds:
-            return self.holds[m.group(1).upper()]["flight"]
+        # a flight or hold named anywhere is confirmed only by a question that commits (book, pay, ticket,
+        # go ahead …): "EG55120 is $276. Is that affordable?" asks the budget; the one the asking part
+        # names wins ("H2 was released. Shall I book EG55120 instead?")
+        sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
+        asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
+        said = stems(asking if len(stems(asking)) > 3 else question)  # "… before I book bo45612. Shall I?"
+        committing = set(said) & (COMMIT_WORDS | ACCEPT) or contains(said, ("one", "you", stem("want")))
+        if not committing or _holds_still(said):
+            return None
+        for text in (asking, question):
+            named = self._named(text)
+            if named is not None:
+                return named
         words = set(stems(question))
         active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
         letting_go = lets_go(stems(question))
@@ -299,9 +316,23 @@ class Reader:
             return active[0]["flight"]
         return None
 
+    def _named(self, text: str) -> str | None:
+        """The flight a text names: one of the world's, a made-up id, or a hold's."""
+        if self._flight is not None:
+            m = self._flight.search(text)
+            if m:
+                return self.flights[re.sub(r"[\s-]", "", m.group(1)).upper()]
+        m = ANY_FLIGHT.search(text)
+        if m:
+            return m.group(1)
+        m = HOLD_ID.search(text)
+        if m and m.group(1).upper() in self.holds:
+            return self.holds[m.group(1).upper()]["flight"]
+        return None
+
     def _mentions(self, words: list[str]) -> set[str]:
         """The wishes a stretch of text names (for ``rather X or Y``)."""
-        dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words)
+        dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words) or ordinal(words)
         return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues} | (
             {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
 
@@ -317,6 +348,9 @@ class Reader:
         if cues and cues <= IMPORTANT and not ws & COMPARATIVE and len(self._mentions(words)) == 1:
             return False  # "is it important to you that it's an Aster Air flight?" asks that wish
         musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
+        if any(a == stem("give") and b in ("it", "that", "them") and c == "up"
+               for a, b, c in zip(words, words[1:], words[2:])):
+            musts.add((stem("give"), "up"))  # "would you give it up for a cheaper fare?"
         if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
             return False  # "by what date do you absolutely need to have landed?" asks that wish
         if contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
@@ -333,7 +367,8 @@ class Reader:
                 or ws & FLEXIBLE and ws & WISH_NOUNS):
             return True
         pairs = list(zip(words, words[1:]))
-        if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS:  # "which one should I drop?"
+        bank = ws & DROP == {stem("break")} and stem("budget") in ws  # "not break the bank: what would break it?"
+        if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS and not bank:  # "which one should I drop?"
             return True
         if "which" in ws and any(a == "which" and (b in WISH_NOUNS or b == "of" and words[i + 2:i + 4]
                                                    and set(words[i + 2:i + 4]) & WISH_NOUNS)
@@ -354,7 +389,7 @@ class Reader:
             return True  # "accept a different airline if it meant flying on your date?"
         if mentioned >= 2 and ws & {"if", stem("suppose")} and ws & TRADE_OFF:
             return True  # "if the cheapest flight were on a different airline, would you still take it?"
-        if "or" in ws and ws & {stem("prefer"), stem("rather")}:  # each side of the "or" a package of two wishes
+        if "or" in ws and ws & {stem("prefer"), stem("rather"), stem("take"), stem("stay")}:  # two packages
             i = words.index("or")
             if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
                 return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
@@ -387,7 +422,11 @@ class Reader:
             return ["route"]
         # "something going on in the city" is an event (not "going on a trip")
         if ws & EVENTS or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
-            return [] if ws & BUYING and event_tickets(words) else ["events"]  # not "buy tickets for the festival?"
+            # not "buy tickets for the festival?", "a hotel near the festival venue?"
+            if ws & BUYING and event_tickets(words) or ws & LODGING:
+                return []
+            where = any(a in ("which", "what") and b in PLACES for a, b in zip(words, words[1:]))
+            return ["events", "route"] if where else ["events"]  # "which city is the conference in?"
         pairs = set(zip(words, words[1:]))
         out = []
         how_much = any(a == "how" and b == "much" and (i + 2 < len(words) and words[i + 2] in HOW_MUCH_NEXT or
@@ -401,6 +440,8 @@ class Reader:
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
                       and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
+        if ws & EXTRAS and ws & ADDING:  # "do you want to add a checked bag?" offers an extra
+            budget_cues = set()
         if stem("weigh") in ws or extra_first(words) and "you" not in ws:  # "how much does a bag weigh / cost?"
             how_much = False
         how_high = any(a == "how" and b == stem("high") and c in HOW_MUCH_NEXT  # "how high can you go?"

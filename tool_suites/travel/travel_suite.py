@@ -9,10 +9,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from topoeval.core.gold import tool_results
 from topoeval.core.messages import AssistantMessage, ToolCall, final
-from topoeval.policies.oracle import next_calls
 from topoeval.core.state import diff_matches, state_diff
-from topoeval.core.suite import (SPLITS, Effect, Instruction, Suite, Task, ToolSpec, TopologyDescriptor, World, task_id,
-                                 task_seed)
+from topoeval.core.suite import (
+    SPLITS,
+    Effect,
+    Instruction,
+    Suite,
+    Task,
+    ToolSpec,
+    TopologyDescriptor,
+    World,
+    task_id,
+    task_seed,
+)
+from topoeval.policies.oracle import next_calls
 
 from . import generator, tasks
 from .oracle import active_holds, plan, refused, resolve_hold
