@@ -3,7 +3,7 @@
 How a question is read — a confirmation of a flight, the slots it asks about, or nothing — is
 :mod:`.reading` (paraphrases, not only keywords; measured on a committed corpus). Then:
 
-1. **Confirmation** (the question names a flight or hold, or the one held seat): ``yes`` when that
+1. **Confirmation** (a question that commits to a flight or hold it names, or to the one held seat): ``yes`` when that
    flight is acceptable under the *hidden* constraints (a free flight on the traveller's dates that
    meets every slot the prompt did not state) and a reason-free ``no`` otherwise. The traveller
    does not re-check what the prompt stated or the priority order: that is the agent's job, judged
