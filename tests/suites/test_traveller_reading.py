@@ -220,6 +220,11 @@ def test_round11_rules_leave_alone_what_they_should(question, slots):
     ("I'd like your go-ahead before I book flight bo45612. Shall I?", "BO45612"),  # a bare "Shall I?" reads back
     ("Sorry, H2 was released, so BO45612 is no longer held. Shall I book EG55120 instead ($276)?", "EG55120"),
     ("Is BO45612 at $320 fine with you?", "BO45612"),
+    ("AS12301?", "AS12301"),  # the flight alone, or wanted, in the asking sentence itself
+    ("Do you want CL12311?", "CL12311"),
+    ("Shall I reserve CL12311 for you?", "CL12311"),
+    ("Would you take AS77042 a day later if it saved you $80, or stay on the 5th with EG22019 at $260?",
+     ["priority"]),  # a choice between two flights, not a confirmation of the first
     ("Which city is the conference in?", ["events", "route"]),
     ("Do you want me to add a checked bag?", []),
 ])

@@ -243,7 +243,7 @@ AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
-                    "proceed", "confirm", "lock", "seal", "approve", "charge")
+                    "proceed", "confirm", "lock", "seal", "approve", "charge", "reserve")
 #: words that accept a named flight ("Is BO45612 at $320 fine with you?", "Is that okay?")
 ACCEPT = _cue("fine", "ok", "okay", "alright", "happy", "agree")
 #: verbs that add an extra to a booking ("do you want to add a checked bag?")

@@ -303,6 +303,9 @@ class Reader:
         asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
         said = stems(asking if len(stems(asking)) > 3 else question)  # "… before I book bo45612. Shall I?"
         committing = set(said) & (COMMIT_WORDS | ACCEPT) or contains(said, ("one", "you", stem("want")))
+        # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
+        if not committing and self._named(asking) is not None and "or" not in said:
+            committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
         if not committing or _holds_still(said):
             return None
         for text in (asking, question):
