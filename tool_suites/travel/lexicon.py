@@ -176,7 +176,7 @@ WORTH_TRADE = _cue("another", "different", "other", "cheaper", "switch", "switch
 NOT_FARE_UNITS = _cue("hour", "hours", "minute", "minutes", "kg", "kilos", "stop", "stops", "layover", "layovers")
 #: travel documents: their dates (an expiry, "valid for six months") are not the trip's
 DOCUMENTS = _cue("passport", "passports", "visa", "visas", "expiry", "expire", "expires", "validity", "valid")
-#: things with dates or prices of their own: a hotel room's check-in date, the weather on arrival day, the
+#: things with dates or prices of their own: a hotel's check-in date, the forecast for arrival day, the
 #: price of parking or of an extra bag are not the trip's dates or fare
 WEATHER = _cue("forecast", "forecasts")
 LODGING = _cue("hotel", "hotels", "accommodation", "hostel", "airbnb", "checkin")

@@ -109,3 +109,9 @@ def located(words: list[str], i: int) -> bool:
 def ordinal(words: list[str]) -> bool:
     """``the 14th``: tokens arrive split (``14``, ``th``)."""
     return any(a.isdigit() and len(a) <= 2 and b in ("st", "nd", "rd", "th") for a, b in zip(words, words[1:]))
+
+
+def holds_still(words: list[str]) -> bool:
+    """"Does that still hold?", "does it hold true": the verb, not a seat on hold."""
+    return any(a in ("still", "that", "it") and b == stem("hold") or a == stem("hold") and b in ("true", "up")
+               for a, b in zip(words, words[1:]))

@@ -80,7 +80,7 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    the part of it the offer covers, up to the next ``and``/``or``/``;`` ("notify you if the fare drops?",
    "a reminder before you leave for the airport?"; "remind me of your destination" still asks it, and
    "a reminder, and which airline?" asks the airline); a travel document's dates (a passport's expiry,
-   "valid for six months"), a hotel room's and the weather's are not the trip's (nor a room's price);
+   "valid for six months"), a hotel's check-in date and a weather forecast's are not the trip's;
    buying tickets for an event is a service, not the event; with a payment method
    named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
    "the airline's cancellation policy" names no airline choice. ``stay under``/``go above``/``keep … under``
@@ -169,6 +169,7 @@ from .phrases import (
     date_cues,
     event_tickets,
     extra_first,
+    holds_still,
     leaves,
     lets_go,
     located,
@@ -184,12 +185,6 @@ class Reading:
     kind: str
     slots: list[str] = field(default_factory=list)
     flight: str | None = None
-
-
-def _holds_still(words: list[str]) -> bool:
-    """"Does that still hold?", "does it hold true": the verb, not a seat on hold."""
-    return any(a in ("still", "that", "it") and b == stem("hold") or a == stem("hold") and b in ("true", "up")
-               for a, b in zip(words, words[1:]))
 
 
 def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
@@ -214,12 +209,12 @@ class Reader:
 
     def read(self, question: str) -> Reading:
         question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
-        flight = self._confirmed(question)
+        sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
+        flight = self._confirmed(question, sentences)
         if flight is not None:
             return Reading("confirm", flight=flight)
         # what an agent states before its question ("I found flights under $300. Which day?") is context:
         # only the sentences that ask are read for slots (all of it when none ends in "?")
-        sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         asking = ""
         if any(x.rstrip().endswith("?") for x in sentences):  # and those that open like one: "also whats ur max price"
             asking = " ".join(x for x in sentences if x.rstrip().endswith("?") or QUESTION_OPENER.match(x)
@@ -241,10 +236,11 @@ class Reader:
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
-        first = self._slots_then_priority(asking)
+        about_priority = self._about_priority(words)
+        first = self._slots_then_priority(asking, about_priority)
         if first:  # "What's the maximum you'd pay, and would you rather stretch it or compromise?"
             return Reading("ask", [*first, "priority"])
-        if self._about_priority(words) or any(self._switched(stems(x)) for x in SENTENCE.split(asking)):
+        if about_priority or any(self._switched(stems(x)) for x in SENTENCE.split(asking)):
             return Reading("ask", ["priority"])
         slots: list[str] = []
         for part in OFFER.split(asking):  # clauses, grouped by what a service offer covers
@@ -271,13 +267,13 @@ class Reader:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
 
-    def _slots_then_priority(self, asking: str) -> list[str]:
+    def _slots_then_priority(self, asking: str, whole: bool) -> list[str]:
         """The slots of a question that asks them first and then the priority, each on its own ("Are you
-        flexible on the date, and would you rather move it than pay more?"); [] for any other question."""
+        flexible on the date, and would you rather move it than pay more?"); [] for any other question.
+        ``whole``: whether the question as a whole asks the priority."""
         if not QUESTION_START.match(asking):
             return []
         cues = PRIORITY | CHOICE | SWITCH | {stem("prefer")}
-        whole = self._about_priority(stems(asking))
         for m in re.finditer(r"\band\b|;|\?", asking, re.I):
             head, rest = asking[:m.start()], asking[m.end():]
             head_words, rest_words = stems(head), stems(rest)
@@ -295,26 +291,26 @@ class Reader:
             return slots
         return []
 
-    def _confirmed(self, question: str) -> str | None:
+    def _confirmed(self, question: str, sentences: list[str]) -> str | None:
         # a flight or hold named anywhere is confirmed only by a question that commits (book, pay, ticket,
         # go ahead …): "EG55120 is $276. Is that affordable?" asks the budget; the one the asking part
         # names wins ("H2 was released. Shall I book EG55120 instead?")
-        sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
-        said = stems(asking if len(stems(asking)) > 3 else question)  # "… before I book bo45612. Shall I?"
+        asked, whole = stems(asking), stems(question)
+        said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
         committing = set(said) & (COMMIT_WORDS | ACCEPT) or contains(said, ("one", "you", stem("want")))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
-        if not committing or _holds_still(said):
+        if not committing or holds_still(said):
             return None
         for text in (asking, question):
             named = self._named(text)
             if named is not None:
                 return named
-        words = set(stems(question))
+        words = set(whole)
         active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
-        letting_go = lets_go(stems(question))
+        letting_go = lets_go(whole)
         if len(active) == 1 and words & HOLD_WORDS and words & COMMIT_WORDS - HOLD_WORDS and not letting_go:
             return active[0]["flight"]
         return None
