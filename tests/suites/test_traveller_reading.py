@@ -17,7 +17,7 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv",
          "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv",
          "round11": "traveller_questions_round11.tsv",
-         "round12": "traveller_questions_round12.tsv"}
+         "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -131,7 +131,9 @@ def test_words_that_look_like_cues(question, slots):
     ("What's the highest fare you'd accept, and are your dates fixed or flexible?", ["budget", "dates"]),
     ("Would you accept flights on Borealis or Cirrus Lines, and on what dates?", ["airline", "dates"]),
     ("Can you switch your dates, or are they fixed? And what's your budget?", ["budget", "dates"]),
-    ("Which would suit you: a morning or an evening departure, and how much can you spend?", ["budget", "dates"]),
+    # (a time of day is no date since round 13: "a morning or an evening departure" asks a preference the
+    # traveller does not have)
+    ("Which would suit you: a morning or an evening departure, and how much can you spend?", ["budget"]),
     ("Would you accept the later date, or switch airlines?", ["priority"]),
     ("Which would bother you less: paying over your limit, or flying with an airline you don't like?", ["priority"]),
     # a service offer covers its own part of the question only
@@ -229,6 +231,45 @@ def test_round11_rules_leave_alone_what_they_should(question, slots):
     ("Do you want me to add a checked bag?", []),
 ])
 def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+@pytest.mark.parametrize("question, reading", [
+    # round 13's rules: what they read …
+    ("To choose between DW77701 and CL12311 I need to know your price limit. What is the most you are willing to pay?",
+     ["budget"]),  # how much to pay is the budget, whatever flights the report named
+    ("What do you think, shall I pay for AS12301?", "AS12301"),  # … but "shall I" still asks to pay
+    ("How about I go ahead and pay for AS12301?", "AS12301"),
+    ("Please provide: (1) your preferred airline, (2) the dates you can fly, (3) which of date, budget and airline "
+     "matters most.", ["airline", "dates", "priority"]),  # a numbered list: each item on its own
+    ("Two things: (1) your budget, (2) whether price or date matters more.", ["budget", "priority"]),
+    ("Please rank: 1) the date 2) the price 3) the airline.", ["priority"]),  # the lead asks the priority
+    ("Options: 1) AS12301 on 12 March for $275; 2) DW77701 on 13 March for $212. Which would you take?",
+     ["priority"]),
+    ("Do you know of any events in Oslo that might push up prices or reduce availability around 12 to 13 March?",
+     ["events"]),  # the event's window, not the traveller's dates
+    ("Is your trip tied to an event in Oslo, such as a festival or a conference, whose dates I should take into "
+     "account?", ["events"]),
+    ("Are there any festivals in Oslo, and when can you travel?", ["dates", "events"]),  # a question of its own
+    ("Do you also need a return flight from Oslo back to Lisbon?", []),  # another journey
+    ("When would you like to fly back?", []),
+    ("What date do you want to fly, and do you need a round trip?", ["dates"]),
+    ("Are you flying to Oslo?", ["route"]),
+    ("Would you like me to book a hotel in Oslo as well?", []),  # a city something else is in
+    ("Should I check the weather forecast in Oslo for when you arrive?", []),
+    ("Do you prefer a morning or an evening departure?", []),  # a time of day, not a day
+    ("Do you want a morning flight?", []),
+    ("Which morning should I book for?", ["dates"]),
+    ("Is Tuesday evening a good time to fly?", ["dates"]),
+    ("Do you have a frequent flyer number for your preferred airline?", []),  # the number, not the choice
+    ("Would you like me to tell you the price of a checked bag on Borealis?", []),
+    ("Do you have frequent flyer status with a particular airline?", ["airline"]),
+    ("Which airline's loyalty programme are you in?", ["airline"]),
+])
+def test_round13_rules_read_what_they_should_and_no_more(question, reading):
     t = traveller()
     t.ask(question)
     e = t.events[-1]

@@ -40,6 +40,12 @@ TAG_QUESTION = re.compile(r"\W*(?:(?:is|does|would|was)\s+(?:that|this|it)\s+(?:
 #: a question that asks on its own: opens with a question word or an auxiliary ("What's the maximum you'd pay")
 QUESTION_START = re.compile(r"\s*(?:(?:so|also|and)\W+)?(?:what|whats|which|how|when|where|who|do|does|"
                             r"did|are|is|would|could|can|will|have|any)\b", re.I)
+#: a question about an amount: "What is the most you are willing to pay?" asks the budget, not to pay
+AMOUNT_QUESTION = re.compile(r"\s*(?:(?:so|and|also|ok|okay|now)\W+)?(?:what|whats|how\s+much|how\s+high)\b", re.I)
+#: a numbered list's marker: "(1) your airline, (2) your dates", "1) … 2) …", "1. … 2. …"
+NUMBERED = re.compile(r"(?:^|(?<=[\s:;,]))(?:\(([1-9])\)|([1-9])[).])(?=\s)")
+#: a yes/no question the speaker asks to act: "What do you think, shall I pay for AS12301?"
+MAY_I = re.compile(r"\b(?:shall|should|can|may|could)\s+i\b|\bdo\s+you\s+want\s+me\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -109,6 +115,8 @@ DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "week
              "november", "december", "tomorrow", "tonight", "depart", "departure", "leave", "morning", "afternoon",
              "evening")
 ROUTE = _cue("origin", "destination", "route")
+#: times of day: a date cue ("which morning?"), or a time preference ("a morning or an evening departure?")
+TIMES_OF_DAY = _cue("morning", "afternoon", "evening", "night")
 #: places that are the trip's only next to a verb of travel ("which city are you flying to")
 PLACES = _cue("city", "cities", "airport", "airports", "place")
 EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
@@ -239,7 +247,7 @@ PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
 #: things an airline has: "the airline's cancellation policy" is about the policy, not which airline
 AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
-                      "meal", "meals", "delay", "delays", "dietary")
+                      "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",

@@ -14,9 +14,11 @@ from .lexicon import (
     HOLD_WORDS,
     LOCATIVE,
     NUMBER_WORDS,
+    NUMBERED,
     RELEASE,
     SMALL_TALK,
     TIME_PREPOSITIONS,
+    TIMES_OF_DAY,
     UNITS,
     WHEN_NOT,
     stem,
@@ -43,7 +45,9 @@ def date_cues(words: list[str]) -> set[str]:
             continue  # "a rental car when you land?"
         if w in (stem("leave"), stem("depart")) and before == "you" and i >= 2 and words[i - 2] in TIME_PREPOSITIONS:
             continue  # "a reminder 24 hours before you leave"
-        if w == stem("departure") and before in TIME_PREPOSITIONS:
+        if w == stem("departure") and (before in TIME_PREPOSITIONS or before in TIMES_OF_DAY):
+            continue  # "a reminder before departure", "an evening departure"
+        if w in TIMES_OF_DAY and time_of_day(words, i):
             continue
         if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
             continue
@@ -52,6 +56,26 @@ def date_cues(words: list[str]) -> set[str]:
             continue  # "how's your week been?", not "if the only flight on your day is over budget"
         out.add(w)
     return out
+
+
+def time_of_day(words: list[str], i: int) -> bool:
+    """Whether the time of day ``words[i]`` is a time preference, not a day: before a flight or its departure
+    ("a morning flight", "an evening departure"), after an article ("do you prefer a morning or …", "in the
+    evening") or set against another time of day ("morning or evening?"); "which morning should I book?",
+    "Tuesday evening" name a day."""
+    after = words[i + 1:i + 2]
+    if after and after[0] in FLIGHT_NOUNS | {stem("departure")} or i and words[i - 1] in ("a", "an", "the"):
+        return True
+    near = words[max(0, i - 3):i] + words[i + 1:i + 4]
+    return "or" in near and any(w in TIMES_OF_DAY for w in near)
+
+
+def return_trip(words: list[str]) -> bool:
+    """Whether a clause is about a journey back ("a return flight from Oslo back to Lisbon", "a round trip",
+    "when would you fly back?"), whose cities and dates the traveller's one-way trip does not have."""
+    verbs = {stem("fly"), stem("flight"), stem("way"), stem("travel"), stem("head")}
+    return any(a == stem("return") and b in FLIGHT_NOUNS or a == "round" and b == stem("trip")
+               or a in verbs and b == "back" for a, b in zip(words, words[1:]))
 
 
 def priced_extra(words: list[str], i: int) -> bool:
@@ -115,3 +139,14 @@ def holds_still(words: list[str]) -> bool:
     """"Does that still hold?", "does it hold true": the verb, not a seat on hold."""
     return any(a in ("still", "that", "it") and b == stem("hold") or a == stem("hold") and b in ("true", "up")
                for a, b in zip(words, words[1:]))
+
+
+def numbered_items(text: str) -> list[str]:
+    """A numbered list's lead and items ("Please provide: (1) your airline, (2) your dates" → the lead, "your
+    airline,", "your dates"), or [] when the text has no list numbered from 1 in order."""
+    marks = [m for m in NUMBERED.finditer(text)]
+    numbers = [int(m.group(1) or m.group(2)) for m in marks]
+    if len(marks) < 2 or numbers != list(range(1, len(marks) + 1)):
+        return []
+    bounds = [m.start() for m in marks] + [len(text)]
+    return [text[:marks[0].start()]] + [text[marks[i].end():bounds[i + 1]] for i in range(len(marks))]

@@ -91,8 +91,8 @@ traveller well ("I hope your day is going well", "thanks") are not read.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from .lexicon import (
     ACCEPT,
@@ -100,6 +100,7 @@ from .lexicon import (
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
+    AMOUNT_QUESTION,
     ANY_FLIGHT,
     ASSUMING,
     BUDGET,
@@ -107,43 +108,28 @@ from .lexicon import (
     BUYING,
     CHOICE,
     COMMIT_WORDS,
-    COMPARATIVE,
-    CONTRAST,
     CURRENCIES,
-    DATES,
     DISPLAY,
     DOCUMENTS,
-    DROP,
-    ELSE_WORDS,
-    EVENT_CLASH,
     EVENTS,
     EXTRAS,
-    FIRM,
-    FLEXIBLE,
     FLYING,
     HOLD_ID,
     HOLD_WORDS,
     HOW_MUCH_NEXT,
-    IMPORTANT,
     INDIRECT,
-    LESS_MORE,
     LODGING,
-    LUGGAGE,
-    MUST_PAIRS,
+    MAY_I,
     NOT_FARE_UNITS,
     NOT_SUBJECT,
     NOTIFY,
     OFFER,
-    OUTRANK,
     PART,
     PAY_METHODS,
     PAY_WORDS,
     PLACES,
     PLANES,
-    PRIORITISE,
     PRIORITY,
-    PRIORITY_PAIRS,
-    PURPOSE,
     QUESTION_OPENER,
     QUESTION_START,
     REFER_BACK,
@@ -153,12 +139,9 @@ from .lexicon import (
     STATED,
     SWITCH,
     TAG_QUESTION,
-    TRADE_OFF,
     TRAVEL_VERBS,
     WEATHER,
     WELL_WISH,
-    WHICH_PRONOUN,
-    WISH_NOUNS,
     WORTH_TRADE,
     stem,
     stems,
@@ -173,9 +156,12 @@ from .phrases import (
     leaves,
     lets_go,
     located,
+    numbered_items,
     ordinal,
     priced_extra,
+    return_trip,
 )
+from .priority import PriorityRules
 
 
 @dataclass
@@ -196,7 +182,7 @@ def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(" + "|".join(parts) + r")(?![-\d])", re.I) if parts else None
 
 
-class Reader:
+class Reader(PriorityRules):
     """Reads questions for one traveller: its world's flights, holds, airlines and cities."""
 
     def __init__(self, flights: Iterable[str], holds: dict[str, dict], airlines: Iterable[str] = (),
@@ -240,17 +226,29 @@ class Reader:
         first = self._slots_then_priority(asking, about_priority)
         if first:  # "What's the maximum you'd pay, and would you rather stretch it or compromise?"
             return Reading("ask", [*first, "priority"])
+        if about_priority:  # a numbered list of questions, one of them the priority: each item read on its own
+            listed = self._listed(asking)
+            if listed:
+                return Reading("ask", listed)
         if about_priority or any(self._switched(stems(x)) for x in SENTENCE.split(asking)):
             return Reading("ask", ["priority"])
         slots: list[str] = []
-        for part in OFFER.split(asking):  # clauses, grouped by what a service offer covers
-            part_words = stems(part)
-            # a service offer: "notify you if the fare drops?", "a reminder before you leave for the airport?"
-            offer = set(part_words) & NOTIFY and not contains(part_words, (stem("remind"), "me"))
-            for clause in PART.split(part):
-                for s in self._clause_slots(stems(clause), words):
-                    if s not in slots and (s == "events" or not offer):
-                        slots.append(s)
+        for sentence in SENTENCE.split(asking):
+            event = False  # an event named earlier in the sentence: its dates and place are the event's
+            for part in OFFER.split(sentence):  # clauses, grouped by what a service offer covers
+                part_words = stems(part)
+                # a service offer: "notify you if the fare drops?", "a reminder before you leave for the airport?"
+                offer = set(part_words) & NOTIFY and not contains(part_words, (stem("remind"), "me"))
+                for clause in PART.split(part):
+                    clause_words = stems(clause)
+                    found = self._clause_slots(clause_words, words)
+                    if (event and set(found) <= {"dates", "route"} and not {"you", stem("your")} & set(clause_words)
+                            and not QUESTION_START.match(clause)):
+                        continue  # "any events … that might reduce availability around 12 to 13 March?"
+                    event = event or "events" in found
+                    for s in found:
+                        if s not in slots and (s == "events" or not offer):
+                            slots.append(s)
         if context:  # the question refers back to its context
             whole = stems(question)
             if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
@@ -266,6 +264,22 @@ class Reader:
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
+
+    def _listed(self, asking: str) -> list[str]:
+        """The slots and the priority a numbered list asks, each item read on its own ("Please provide: (1) your
+        preferred airline, (2) the dates you can fly, (3) which of date, budget and airline matters most"); [] when
+        there is no list, its lead asks the priority ("rank these: 1) the date, 2) the price") or no item but the
+        priority's asks a slot."""
+        items = numbered_items(asking)
+        if not items or self._about_priority(stems(items[0])):
+            return []
+        slots: list[str] = []
+        for item in items[1:]:
+            reading = self.read(item)
+            slots += [s for s in reading.slots if s not in slots and reading.kind == "ask"]
+        if "priority" not in slots or len(slots) < 2:
+            return []
+        return [s for s in slots if s != "priority"] + ["priority"]
 
     def _slots_then_priority(self, asking: str, whole: bool) -> list[str]:
         """The slots of a question that asks them first and then the priority, each on its own ("Are you
@@ -302,6 +316,10 @@ class Reader:
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
+        asks = [x for x in sentences if x.rstrip().endswith("?")]
+        if (asks and all(AMOUNT_QUESTION.match(x) and not MAY_I.search(x) for x in asks)
+                and set(said) & (COMMIT_WORDS | ACCEPT) <= PAY_WORDS):
+            return None  # "To choose between DW77701 and CL12311 … What is the most you are willing to pay?"
         if not committing or holds_still(said):
             return None
         for text in (asking, question):
@@ -328,88 +346,6 @@ class Reader:
         if m and m.group(1).upper() in self.holds:
             return self.holds[m.group(1).upper()]["flight"]
         return None
-
-    def _mentions(self, words: list[str]) -> set[str]:
-        """The wishes a stretch of text names (for ``rather X or Y``)."""
-        dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words) or ordinal(words)
-        return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues} | (
-            {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
-
-    def _about_priority(self, words: list[str]) -> bool:
-        ws = set(words)
-        cues = ws & PRIORITY
-        if ws & EVENTS:
-            cues -= EVENT_CLASH
-        if ws & LUGGAGE:  # "how much does your cabin bag weigh?"
-            cues -= {stem("weigh")}
-        if cues and cues <= PRIORITISE and len(self._mentions(words)) == 1:
-            return False
-        if cues and cues <= IMPORTANT and not ws & COMPARATIVE and len(self._mentions(words)) == 1:
-            return False  # "is it important to you that it's an Aster Air flight?" asks that wish
-        musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
-        if any(a == stem("give") and b in ("it", "that", "them") and c == "up"
-               for a, b, c in zip(words, words[1:], words[2:])):
-            musts.add((stem("give"), "up"))  # "would you give it up for a cheaper fare?"
-        if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
-            return False  # "by what date do you absolutely need to have landed?" asks that wish
-        if contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
-                                                      and not ws & HOLD_WORDS):
-            return True  # "one wish you'd happily let go of", "what would you let go of first?"
-        if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:
-            return True  # "I assume the date trumps everything else?"
-        if stem("sooner") in ws and "than" in words:  # "you'd sooner pay a bit more than move your date"
-            i = words.index("than")
-            left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
-            if left and right and not left & right:
-                return True
-        if (cues or musts or ws & FLEXIBLE and ws & FIRM
-                or ws & FLEXIBLE and ws & WISH_NOUNS):
-            return True
-        pairs = list(zip(words, words[1:]))
-        bank = ws & DROP == {stem("break")} and stem("budget") in ws  # "not break the bank: what would break it?"
-        if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS and not bank:  # "which one should I drop?"
-            return True
-        if "which" in ws and any(a == "which" and (b in WISH_NOUNS or b == "of" and words[i + 2:i + 4]
-                                                   and set(words[i + 2:i + 4]) & WISH_NOUNS)
-                                 for i, (a, b) in enumerate(pairs)):
-            return True  # "which preference...", "which of your rules..."
-        which_pronoun = "which" in ws and any(a == "which" and b in WHICH_PRONOUN for a, b in pairs)
-        if ws & FLEXIBLE and (which_pronoun or ws & {"most", "least"} and not self._mentions(words)):
-            return True  # "which one are you most willing to be flexible on?"
-        if ws & OUTRANK and (which_pronoun or len(self._mentions(words)) >= 2):  # "should price beat the airline?"
-            return True
-        for i, (a, b) in enumerate(pairs if "to" in ws else ()):  # one wish given up to keep another
-            if a == "to" and b in PURPOSE:
-                left, right = self._mentions(words[:i]), self._mentions(words[i + 2:])
-                if left and right and left != right:
-                    return True
-        mentioned = len(self._mentions(words))
-        if mentioned >= 2 and "if" in ws and ws & {stem("meant"), stem("means")}:
-            return True  # "accept a different airline if it meant flying on your date?"
-        if mentioned >= 2 and ws & {"if", stem("suppose")} and ws & TRADE_OFF:
-            return True  # "if the cheapest flight were on a different airline, would you still take it?"
-        if "or" in ws and ws & {stem("prefer"), stem("rather"), stem("take"), stem("stay")}:  # two packages
-            i = words.index("or")
-            if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
-                return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
-        if which_pronoun and mentioned >= 2 and (ws & (CHOICE | {stem("prefer")}) or ws & LESS_MORE and "or" in ws):
-            return True  # "…on the wrong airline: which should I prefer?", "which would bother you less: X, or Y?"
-        if mentioned >= 2:  # a choice between two wishes
-            # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
-            return bool(ws & CONTRAST and ws & CHOICE or "over" in ws and ws & (CHOICE | {stem("prefer")}))
-        return False
-
-    def _switched(self, words: list[str]) -> bool:
-        """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
-        ("would you accept the later date, or switch airlines?", "pay extra or move the date?")."""
-        if not set(words) & SWITCH or "or" not in words:
-            return False
-        i = words.index("or")
-        left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
-        return bool(left and right and not left & right)
-
-    def _names_airline(self, words: list[str]) -> bool:
-        return any(contains(words, name) for name in self._airlines)
 
     def _clause_slots(self, words: list[str], question: list[str] = ()) -> list[str]:
         """The slots one clause asks; ``question`` is the whole asking text's stems (a payment method or a
@@ -452,7 +388,11 @@ class Reader:
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
         named = self._names_airline(words)
-        if ws & AIRLINE_THINGS and not ws & AIRLINE_CHOICE:  # "the airline's cancellation policy", "Egret Air's meals"
+        # "your preferred airline" names the choice without asking it ("a frequent flyer number for your preferred
+        # airline?"); "which airline do you prefer?" asks it
+        choosing = {w for i, w in enumerate(words) if w in AIRLINE_CHOICE
+                    and not (w == stem("prefer") and i and words[i - 1] in (stem("your"), "the"))}
+        if ws & AIRLINE_THINGS and not choosing:  # "the airline's cancellation policy", "Egret Air's meals"
             airline_cues, named = set(), False
         if (airline_cues or named or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
@@ -474,7 +414,8 @@ class Reader:
         # "an event you're timing this trip around" (not "what timing works best, and any events?")
         timing = date_cues(words) == {"timing"} and whole & EVENTS and not ws & {"what", "which", "when"}
         # not "is your passport valid for six months?", "a check-in date for the room", "the weather on arrival day"
-        if dated and not birth and not ws & (DOCUMENTS | LODGING | WEATHER) and not timing:
+        back = return_trip(words)  # "a return flight from Oslo back to Lisbon?" is another journey
+        if dated and not birth and not ws & (DOCUMENTS | LODGING | WEATHER) and not timing and not back:
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
@@ -482,7 +423,10 @@ class Reader:
                  or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
-        named_city = ws & self._cities and not out  # a city the question is about, not one it mentions
-        if routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs:
+        # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
+        elsewhere = ws & (LODGING | WEATHER | EXTRAS)  # "the weather forecast in Oslo for when you arrive?"
+        named_city = not out and any(w in self._cities and not (located(words, i) and (
+            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"}))) for i, w in enumerate(words))
+        if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back:
             out.append("route")
         return out

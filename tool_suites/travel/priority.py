@@ -1,0 +1,125 @@
+"""The reader's rules about the priority order (:mod:`.reading`, rule 2): whether a question asks how the
+traveller's wishes rank against each other, and which wishes a stretch of text names."""
+
+from __future__ import annotations
+
+from .lexicon import (
+    AIRLINE,
+    BUDGET,
+    CHOICE,
+    COMPARATIVE,
+    CONTRAST,
+    DATES,
+    DROP,
+    ELSE_WORDS,
+    EVENT_CLASH,
+    EVENTS,
+    FIRM,
+    FLEXIBLE,
+    HOLD_WORDS,
+    IMPORTANT,
+    LESS_MORE,
+    LUGGAGE,
+    MUST_PAIRS,
+    OUTRANK,
+    PRIORITISE,
+    PRIORITY,
+    PRIORITY_PAIRS,
+    PURPOSE,
+    SWITCH,
+    TRADE_OFF,
+    WHICH_PRONOUN,
+    WISH_NOUNS,
+    stem,
+)
+from .phrases import contains, leaves, ordinal
+
+
+class PriorityRules:
+    """Mixed into :class:`.reading.Reader`: the priority rules need only the world's airlines (``_airlines``,
+    each a tuple of stems)."""
+
+    _airlines: list[tuple[str, ...]]
+
+    def _mentions(self, words: list[str]) -> set[str]:
+        """The wishes a stretch of text names (for ``rather X or Y``)."""
+        dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words) or ordinal(words)
+        return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues} | (
+            {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
+
+    def _about_priority(self, words: list[str]) -> bool:
+        ws = set(words)
+        cues = ws & PRIORITY
+        if ws & EVENTS:
+            cues -= EVENT_CLASH
+        if ws & LUGGAGE:  # "how much does your cabin bag weigh?"
+            cues -= {stem("weigh")}
+        if cues and cues <= PRIORITISE and len(self._mentions(words)) == 1:
+            return False
+        if cues and cues <= IMPORTANT and not ws & COMPARATIVE and len(self._mentions(words)) == 1:
+            return False  # "is it important to you that it's an Aster Air flight?" asks that wish
+        musts = {p for p in zip(words, words[1:]) if p in PRIORITY_PAIRS}
+        if any(a == stem("give") and b in ("it", "that", "them") and c == "up"
+               for a, b, c in zip(words, words[1:], words[2:])):
+            musts.add((stem("give"), "up"))  # "would you give it up for a cheaper fare?"
+        if not cues and musts and musts <= MUST_PAIRS and len(self._mentions(words)) == 1:
+            return False  # "by what date do you absolutely need to have landed?" asks that wish
+        if contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
+                                                      and not ws & HOLD_WORDS):
+            return True  # "one wish you'd happily let go of", "what would you let go of first?"
+        if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:
+            return True  # "I assume the date trumps everything else?"
+        if stem("sooner") in ws and "than" in words:  # "you'd sooner pay a bit more than move your date"
+            i = words.index("than")
+            left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+            if left and right and not left & right:
+                return True
+        if (cues or musts or ws & FLEXIBLE and ws & FIRM
+                or ws & FLEXIBLE and ws & WISH_NOUNS):
+            return True
+        pairs = list(zip(words, words[1:]))
+        bank = ws & DROP == {stem("break")} and stem("budget") in ws  # "not break the bank: what would break it?"
+        if ws & DROP and ws & {"which", "what"} and not ws & HOLD_WORDS and not bank:  # "which one should I drop?"
+            return True
+        if "which" in ws and any(a == "which" and (b in WISH_NOUNS or b == "of" and words[i + 2:i + 4]
+                                                   and set(words[i + 2:i + 4]) & WISH_NOUNS)
+                                 for i, (a, b) in enumerate(pairs)):
+            return True  # "which preference...", "which of your rules..."
+        which_pronoun = "which" in ws and any(a == "which" and b in WHICH_PRONOUN for a, b in pairs)
+        if ws & FLEXIBLE and (which_pronoun or ws & {"most", "least"} and not self._mentions(words)):
+            return True  # "which one are you most willing to be flexible on?"
+        if ws & OUTRANK and (which_pronoun or len(self._mentions(words)) >= 2):  # "should price beat the airline?"
+            return True
+        for i, (a, b) in enumerate(pairs if "to" in ws else ()):  # one wish given up to keep another
+            if a == "to" and b in PURPOSE:
+                left, right = self._mentions(words[:i]), self._mentions(words[i + 2:])
+                if left and right and left != right:
+                    return True
+        mentioned = len(self._mentions(words))
+        if mentioned >= 2 and "if" in ws and ws & {stem("meant"), stem("means")}:
+            return True  # "accept a different airline if it meant flying on your date?"
+        if mentioned >= 2 and ws & {"if", stem("suppose")} and ws & TRADE_OFF:
+            return True  # "if the cheapest flight were on a different airline, would you still take it?"
+        if "or" in ws and ws & {stem("prefer"), stem("rather"), stem("take"), stem("stay")}:  # two packages
+            i = words.index("or")
+            if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
+                return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
+        if which_pronoun and mentioned >= 2 and (ws & (CHOICE | {stem("prefer")}) or ws & LESS_MORE and "or" in ws):
+            return True  # "…on the wrong airline: which should I prefer?", "which would bother you less: X, or Y?"
+        if mentioned >= 2:  # a choice between two wishes
+            # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
+            return bool(ws & CONTRAST and ws & CHOICE or "over" in ws and ws & (CHOICE | {stem("prefer")}))
+        return False
+
+    def _switched(self, words: list[str]) -> bool:
+        """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
+        ("would you accept the later date, or switch airlines?", "pay extra or move the date?")."""
+        if not set(words) & SWITCH or "or" not in words:
+            return False
+        i = words.index("or")
+        left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+        return bool(left and right and not left & right)
+
+    def _names_airline(self, words: list[str]) -> bool:
+        return any(contains(words, name) for name in self._airlines)
+
