@@ -17,7 +17,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round7": "traveller_questions_round7.tsv", "round8": "traveller_questions_round8.tsv",
          "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv",
          "round11": "traveller_questions_round11.tsv",
-         "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv"}
+         "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv",
+         "round14": "traveller_questions_round14.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -274,6 +275,55 @@ def test_round13_rules_read_what_they_should_and_no_more(question, reading):
     t.ask(question)
     e = t.events[-1]
     assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+@pytest.mark.parametrize("question, reading", [
+    # round 14's rules: tool output quoted before the question is context, also before a dash …
+    ('{"id": "DW77701", "price": 212}, {"id": "CL12311", "price": 265} -- before I choose among these, is there an '
+     'upper limit on what you want to pay?', ["budget"]),
+    ("AS12310 | Aster Air | $240 ; DW77701 | Dune Airways | $212 -- do you have a favourite carrier among these?",
+     ["airline"]),
+    ('{"id": "DW77701", "price": 212} -- shall I book it?', "DW77701"),  # … and a confirmation after it still is
+    ("What's the most you'd be happy to pay?", ["budget"]),
+    # the agent's own plan or report is no question
+    ("Before I search Lisbon to Oslo, could you tell me the maximum you'd like to spend on the ticket?", ["budget"]),
+    ("Before I search: what's your preferred carrier, and are your dates fixed?", ["airline", "dates"]),
+    ("Now I have the route. Budget, airline, date: please tell me all three.", ["airline", "budget", "dates"]),
+    ("I need your budget and dates.", ["budget", "dates"]),
+    # a verb of preferring is no wish noun; the preferences are
+    ("Which carrier do you prefer, and are you flexible on the travel date?", ["airline", "dates"]),
+    ("Are you flexible on any of your preferences?", ["priority"]),
+    # the price as shown, what a fare includes, an airline's app: not the traveller's wishes
+    ("Do you know if the price shown is per person or per booking?", []),
+    ("What's your budget per person?", ["budget"]),
+    ("Does the Cirrus Lines fare include a checked bag?", []),
+    ("Does your budget include bags?", ["budget"]),
+    ("Do you want the Aster Air app link so you can check in on your phone?", []),
+    ("Which airline's app do you want?", ["airline"]),
+    ("Do you want Aster Air?", ["airline"]),
+    ("Here are the results: DW77701 $212; CL12311 $265. Which of these flights do you want?", []),
+    ("I see four carriers on this route. Do you prefer one of them?", ["airline"]),
+    # the world's own events by name, and seasons
+    ("You mentioned avoiding the Lantern Week in Oslo. Do you know its exact dates, or should I look them up?",
+     ["events"]),
+    ("Is there any celebration or season in Oslo that you'd like your trip to line up with, or to steer clear of?",
+     ["events"]),
+])
+def test_round14_rules_read_what_they_should_and_no_more(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+def test_every_event_of_the_travel_world_is_read_as_an_event_by_its_name():
+    from importlib import import_module
+
+    generator = import_module(Traveller.__module__.rsplit(".", 1)[0] + ".generator")
+    t = traveller()
+    for name in generator.EVENTS:  # the lexicon names those whose words hold no other cue
+        t.ask(f"Should I steer clear of the {name}?")
+        assert t.events[-1]["slots"] == ["events"], name
 
 
 def test_letting_a_hold_go_is_not_a_confirmation():

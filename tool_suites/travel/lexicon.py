@@ -11,6 +11,9 @@ import snowballstemmer
 _STEMMER = snowballstemmer.stemmer("english")
 TOKEN = re.compile(r"[$£€]|[a-z]+|\d+")
 SENTENCE = re.compile(r"(?<=[.?!])\s+")
+#: tool output quoted before a dash ('{"id": "DW77701", "price": 212} -- is there an upper limit …?', a |-table):
+#: the dash ends its sentence
+QUOTED_OUTPUT = re.compile(r"(?<=[}|\d])\s+(?:--|\u2014|\u2013)\s+(?=[^{|]*$)")
 #: a question is read clause by clause (cut at , ; : ? ! and or "as well as" plus), in parts: the part of
 #: a question a service offer covers, up to the next "and"/"or"/";" (its commas included: "a reminder
 #: when check-in opens, 24 hours before you leave?" offers one service)
@@ -33,19 +36,20 @@ INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
-STATED = re.compile(r"(?:^|(?<=[.?!]))\s*(?:since(?!\s+when)|given that|now that|seeing that|seeing as)\b[^,.?!]*,", re.I)
+STATED = re.compile(r"(?:^|(?<=[.?!]))\s*(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as)\b[^,.?!]*|"
+                    # "Before I search Lisbon to Oslo, …": the agent's own plan
+                    r"(?:before|while|once|after|so that)\s+(?:i|we)\b[^,.?!:;\u2014\u2013-]*),", re.I)
 #: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
 TAG_QUESTION = re.compile(r"\W*(?:(?:is|does|would|was)\s+(?:that|this|it)\s+(?:(?:seem|sound)s?\s+)?)?"
                           r"(?:fair|right|correct|true|accurate)\W*$", re.I)
 #: a question that asks on its own: opens with a question word or an auxiliary ("What's the maximum you'd pay")
 QUESTION_START = re.compile(r"\s*(?:(?:so|also|and)\W+)?(?:what|whats|which|how|when|where|who|do|does|"
                             r"did|are|is|would|could|can|will|have|any)\b", re.I)
-#: a question about an amount: "What is the most you are willing to pay?" asks the budget, not to pay
-AMOUNT_QUESTION = re.compile(r"\s*(?:(?:so|and|also|ok|okay|now)\W+)?(?:what|whats|how\s+much|how\s+high)\b", re.I)
+#: a sentence reporting what the agent has or did ("Now I have the route."): context in a message without "?"
+REPORT = re.compile(r"\s*(?:(?:now|ok|okay|so|great|thanks|right)\W+)?(?:i|we)(?:'ve|\s+have|\s+found|\s+got|"
+                    r"\s+searched|\s+checked|\s+looked|\s+see)\b", re.I)
 #: a numbered list's marker: "(1) your airline, (2) your dates", "1) … 2) …", "1. … 2. …"
 NUMBERED = re.compile(r"(?:^|(?<=[\s:;,]))(?:\(([1-9])\)|([1-9])[).])(?=\s)")
-#: a yes/no question the speaker asks to act: "What do you think, shall I pay for AS12301?"
-MAY_I = re.compile(r"\b(?:shall|should|can|may|could)\s+i\b|\bdo\s+you\s+want\s+me\b", re.I)
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
@@ -121,7 +125,9 @@ TIMES_OF_DAY = _cue("morning", "afternoon", "evening", "night")
 PLACES = _cue("city", "cities", "airport", "airports", "place")
 EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
               "expo", "marathon", "celebration", "happening", "happenings", "parade", "crowded", "crowds", "host",
-              "hosting", "hosts", "carnival", "oktoberfest", "tournament", "olympics", "championship", "gig")
+              "hosting", "hosts", "carnival", "oktoberfest", "tournament", "olympics", "championship", "gig", "season", "seasons",
+              # the travel world's own events (generator.EVENTS) whose names hold no other cue
+              "lantern", "regatta")
 TRAVEL_VERBS = _cue("go", "going", "fly", "flying", "head", "headed", "heading", "travel", "travelling", "traveling",
                     "start", "starting", "leave", "leaving", "depart", "departing", "trip", "journey", "bound", "to",
                     "from", "land", "arrive", "flight")
@@ -241,6 +247,10 @@ PAY_METHODS = _cue("card", "paypal", "cash", "debit", "credit", "venmo", "transf
 PAY_WORDS = _cue("pay", "payment", "charge")
 #: the currency prices are shown in ("displayed in euros or in dollars") is a display choice, not the budget
 DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted")
+#: a price as shown or quoted: "is the price shown per person?" asks how it is shown, not the budget
+QUOTED = _cue("shown", "displayed", "listed", "quoted", "advertised")
+#: what a fare covers: "does the Cirrus Lines fare include a checked bag?"
+INCLUDES = _cue("include", "includes", "included", "including", "cover", "covers", "covered")
 CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
 #: "whose planes would you prefer to be on?" asks the airline
 PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
@@ -252,6 +262,8 @@ AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourit
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
                     "proceed", "confirm", "lock", "seal", "approve", "charge", "reserve")
+#: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
+AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")
 #: words that accept a named flight ("Is BO45612 at $320 fine with you?", "Is that okay?")
 ACCEPT = _cue("fine", "ok", "okay", "alright", "happy", "agree")
 #: verbs that add an extra to a booking ("do you want to add a checked bag?")

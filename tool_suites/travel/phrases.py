@@ -4,6 +4,7 @@ words ask for a date, whether a price is the flight's, whether a verb of leaving
 from __future__ import annotations
 
 from .lexicon import (
+    AMOUNT_WORDS,
     ARRIVAL,
     DATES,
     DURATION,
@@ -116,6 +117,16 @@ def event_tickets(words: list[str]) -> bool:
     """Tickets *for* an event ("buy tickets for the festival"), not the flight's ("tickets to avoid the crowds")."""
     return any(w in EVENT_TICKETS and words[i + 1:i + 2] in (["for"], ["to"]) and set(words[i + 2:i + 4]) & EVENTS
                for i, w in enumerate(words))
+
+
+def amount_to_pay(words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` (a verb of paying, or a word of accepting before "to pay") asks how much, not
+    whether, to pay: "what you want to pay", "the most you'd be happy to pay" — not "shall I pay for it?"."""
+    if words[i + 1:i + 3] in ([ "to", stem("pay")],):
+        i += 2  # "happy to pay"
+    if words[i] not in (stem("pay"), stem("spend")) or i and words[i - 1] == "i":
+        return False
+    return bool(set(words[max(0, i - 6):i]) & AMOUNT_WORDS)
 
 
 def contains(words: list[str], seq: tuple[str, ...]) -> bool:

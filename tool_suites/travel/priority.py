@@ -74,8 +74,11 @@ class PriorityRules:
             left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
             if left and right and not left & right:
                 return True
+        # a wish noun, not the verb its stem shares ("your preferences", not "which carrier do you prefer")
+        nouns = {w for i, w in enumerate(words) if w in WISH_NOUNS
+                 and not (w == stem("prefer") and i and words[i - 1] in ("you", "i", "we", "do", "would"))}
         if (cues or musts or ws & FLEXIBLE and ws & FIRM
-                or ws & FLEXIBLE and ws & WISH_NOUNS):
+                or ws & FLEXIBLE and nouns):
             return True
         pairs = list(zip(words, words[1:]))
         bank = ws & DROP == {stem("break")} and stem("budget") in ws  # "not break the bank: what would break it?"

@@ -23,7 +23,10 @@ The rules, in order:
    the one its asking sentences name first; or it proposes to pay for / complete / issue the ticket
    for "the held (reserved) seat" while exactly one hold is active (not to release, cancel or let go
    of it: the verb's object within four words). The flight named is the object. A flight named in a
-   report before another question ("EG55120 is $276. Is that affordable?") is context.
+   report before another question ("EG55120 is $276. Is that affordable?") is context, and so is how much
+   to pay ("what is the most you are willing to pay?": the budget, whatever flights were named). Tool
+   output quoted before a dash (a JSON list or a ``|`` table, then "— is there an upper limit …?") ends
+   its own sentence.
 Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
 statement: ``what``, ``which``, ``how`` … not followed by a subject ("any airline preference? also whats ur max
 price", not "when you're ready I'll search"), and indirect questions ("I'd like to know which airlines …") — are
@@ -69,13 +72,15 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    ``whose planes``; a "low-cost carrier" is an airline, not the budget; ``company``
    only next to flying or booking, not "a receipt for your company"), ``dates``
    (date, day, when, weekday and month names, ordinals, ``how soon``, ``time frame``,
-   morning/afternoon/evening (not ``good morning``), ``depart``/``leave`` not followed by ``from``;
+   morning/afternoon/evening naming a day (not ``good morning``, nor a time of day: "a morning or an
+   evening departure", "a morning flight"), ``depart``/``leave`` not followed by ``from``;
    not ``date of birth``, nor ``when`` as a conjunction: "message me when it's done", nor after a
    preposition of time, a length of time or small talk: "a reminder before departure", "valid for six
    months", "how's your week been?"; ``price alerts`` is a service, not the budget),
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
-   ``which``, ``leave from``, ``fly out of``, "departure and arrival cities").
+   ``which``, ``leave from``, ``fly out of``, "departure and arrival cities"; not a city something else
+   is in, "a hotel in Oslo", nor a return trip's cities and dates, "a return flight back to Lisbon").
    A question offering a service (``notify``, ``reminder``, ``alert``) asks about no slot but events in
    the part of it the offer covers, up to the next ``and``/``or``/``;`` ("notify you if the fare drops?",
    "a reminder before you leave for the airport?"; "remind me of your destination" still asks it, and
@@ -84,7 +89,14 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    buying tickets for an event is a service, not the event; with a payment method
    named, ``pay`` asks how, not how much; prices "displayed in euros or dollars" are a display choice;
    "the airline's cancellation policy" names no airline choice. ``stay under``/``go above``/``keep … under``
-   bound the fare. Events are also named ones (a carnival, the Oktoberfest, a football match).
+   bound the fare. Events are also named ones (a carnival, the Oktoberfest, a football match, the
+   world's own: the Lantern Week), and a clause later in an event's sentence that neither addresses the
+   traveller nor opens like a question gives the event's own dates and place ("any events in Oslo that
+   might reduce availability around 12 to 13 March?" asks about events only). The price as shown
+   ("is the price shown per person?"), what a fare includes, an airline's app wanted or a loyalty
+   number for "your preferred airline" ask no slot. A numbered list of questions ("(1) your airline,
+   (2) your dates, (3) which matters most") reads each item; the agent's own plan or report before
+   the question ("Before I search Lisbon to Oslo, …", "Now I have the route.") is not read.
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -100,7 +112,6 @@ from .lexicon import (
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
-    AMOUNT_QUESTION,
     ANY_FLIGHT,
     ASSUMING,
     BUDGET,
@@ -113,13 +124,14 @@ from .lexicon import (
     DOCUMENTS,
     EVENTS,
     EXTRAS,
+    FLIGHT_NOUNS,
     FLYING,
     HOLD_ID,
     HOLD_WORDS,
     HOW_MUCH_NEXT,
+    INCLUDES,
     INDIRECT,
     LODGING,
-    MAY_I,
     NOT_FARE_UNITS,
     NOT_SUBJECT,
     NOTIFY,
@@ -132,7 +144,10 @@ from .lexicon import (
     PRIORITY,
     QUESTION_OPENER,
     QUESTION_START,
+    QUOTED,
+    QUOTED_OUTPUT,
     REFER_BACK,
+    REPORT,
     ROUTE,
     ROUTE_PAIR,
     SENTENCE,
@@ -148,6 +163,7 @@ from .lexicon import (
 )
 from .phrases import (
     DATE_NOUNS,
+    amount_to_pay,
     contains,
     date_cues,
     event_tickets,
@@ -195,6 +211,8 @@ class Reader(PriorityRules):
 
     def read(self, question: str) -> Reading:
         question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
+        if "{" in question or "|" in question:
+            question = QUOTED_OUTPUT.sub(". ", question)
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         flight = self._confirmed(question, sentences)
         if flight is not None:
@@ -207,6 +225,8 @@ class Reader(PriorityRules):
                               and not x.rstrip().endswith((".", "!")) or INDIRECT.match(STATED.sub("", x)))
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
+            asked = [x for x in kept if not REPORT.match(x)]  # "Now I have the route. Budget, airline, date: …"
+            kept = asked or kept
             if not kept:
                 return Reading("ask", [])
             asking = question if len(kept) == len(sentences) else " ".join(kept)
@@ -259,7 +279,7 @@ class Reader(PriorityRules):
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(stems(" ".join(context))) & PRIORITY and len(words) <= 6:
                 return Reading("ask", ["priority"])  # "a trade-off: DW40551 at $199, or EG60238 at $342. Your call?"
-            if not slots and set(words) & (REFER_BACK | {"one"}):
+            if not slots and set(words) & (REFER_BACK | {"one"}) and not set(words) & FLIGHT_NOUNS:
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
@@ -312,14 +332,12 @@ class Reader(PriorityRules):
         asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
         asked, whole = stems(asking), stems(question)
         said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
-        committing = set(said) & (COMMIT_WORDS | ACCEPT) or contains(said, ("one", "you", stem("want")))
+        # not how much to pay: "To choose between DW77701 and CL12311 … what is the most you are willing to pay?"
+        commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)}
+        committing = commits or contains(said, ("one", "you", stem("want")))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
-        asks = [x for x in sentences if x.rstrip().endswith("?")]
-        if (asks and all(AMOUNT_QUESTION.match(x) and not MAY_I.search(x) for x in asks)
-                and set(said) & (COMMIT_WORDS | ACCEPT) <= PAY_WORDS):
-            return None  # "To choose between DW77701 and CL12311 … What is the most you are willing to pay?"
         if not committing or holds_still(said):
             return None
         for text in (asking, question):
@@ -367,7 +385,10 @@ class Reader(PriorityRules):
         how_much = any(a == "how" and b == "much" and (i + 2 < len(words) and words[i + 2] in HOW_MUCH_NEXT or
                                                        i + 2 == len(words))
                        for i, (a, b) in enumerate(zip(words, words[1:])))
-        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i)}
+        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i)
+                       and not set(words[i + 1:i + 2]) & QUOTED}  # "is the price shown per person?"
+        if ws & INCLUDES and ws & EXTRAS:  # "does the Cirrus Lines fare include a checked bag?"
+            budget_cues -= {stem("fare"), stem("fares"), stem("price"), stem("prices"), stem("ticket")}
         if whole & PAY_METHODS:
             budget_cues -= PAY_WORDS
         if whole & DISPLAY and whole & CURRENCIES:
@@ -390,7 +411,8 @@ class Reader(PriorityRules):
         named = self._names_airline(words)
         # "your preferred airline" names the choice without asking it ("a frequent flyer number for your preferred
         # airline?"); "which airline do you prefer?" asks it
-        choosing = {w for i, w in enumerate(words) if w in AIRLINE_CHOICE
+        # "do you want the Aster Air app link?" wants the thing
+        choosing = {w for i, w in enumerate(words) if w in AIRLINE_CHOICE and not (w == stem("want") and ws & AIRLINE_THINGS)
                     and not (w == stem("prefer") and i and words[i - 1] in (stem("your"), "the"))}
         if ws & AIRLINE_THINGS and not choosing:  # "the airline's cancellation policy", "Egret Air's meals"
             airline_cues, named = set(), False
