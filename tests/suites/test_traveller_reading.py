@@ -18,7 +18,7 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv",
          "round11": "traveller_questions_round11.tsv",
          "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv",
-         "round14": "traveller_questions_round14.tsv"}
+         "round14": "traveller_questions_round14.tsv", "round15": "traveller_questions_round15.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -310,6 +310,47 @@ def test_round13_rules_read_what_they_should_and_no_more(question, reading):
      ["events"]),
 ])
 def test_round14_rules_read_what_they_should_and_no_more(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+@pytest.mark.parametrize("question, reading", [
+    # round 15's rules: a recap or a report before a dash is context when the question after it stands alone …
+    ("You said your budget is $300 — and which airline do you prefer?", ["airline"]),
+    ("You said the 13th and $300 — do you want a window or an aisle seat?", []),
+    ("None of the flights on either day is under $300 — could you go a bit higher?", ["budget"]),
+    # … not when it refers back, or when the part before the dash is the question's own start
+    ('You mentioned wanting to "not break the bank" — what number would break it?', ["budget"]),
+    ('You said the date was "non-negotiable" — does that still hold if it means paying double?', ["priority"]),
+    ("Quick one: what's most important to you here — price, date, or airline?", ["priority"]),
+    ("The fare you set (under €300) allows one cabin bag — do you want to add a checked one?", []),
+    ("When you said 'the usual one', which carrier did you mean?", ["airline"]),  # a recap clause
+    ("Just to be sure: when you said 'not too expensive', what's the most you'd pay?", ["budget"]),
+    ("Before I pick a day: are there any festivals in Oslo around your trip?", ["events"]),
+    # a wish traded for a saving, one of two wishes dropped or kept
+    ("Would you be willing to fly a day later if it saves you $50?", ["priority"]),
+    ("Would you pay $50 more if it saves you a day?", ["priority"]),
+    ("Could you fly on the 14th if needed?", ["dates"]),
+    ("If I can't find Aster Air on your dates, should I drop the airline or the date?", ["priority"]),
+    ("Your $300 cap rules out Borealis on the 12th. Keep the cap or the date?", ["priority"]),
+    ("Do you want me to keep the hold or release it?", []),
+    ("How much does the date matter compared with price?", ["priority"]),
+    # a cap or a limit is the budget, not a bag's; public holidays are events, the traveller's own holiday is not
+    ("What exact number should I treat as your limit?", ["budget"]),
+    ("Is there a cap on checked bags?", []),
+    ("What is your budget, and are there holidays in Oslo that week?", ["budget", "events"]),
+    ("Have you already fixed your holiday days, and if so, which ones?", ["dates"]),
+    ("Are you going on holiday?", []),
+    ("Should I search both days in one go, or one at a time?", []),  # the agent's search over the given days
+    ("Which days should I search?", ["dates"]),
+    # the flight the asking part leaves unnamed: the held seat it speaks of, else the one named last
+    ("Your earlier hold on BO45612 was released. The seat I'm holding now is on AS12301. May I book it?", "AS12301"),
+    ("H2 on BO45612 was released. Shall I pay for the held seat?", "AS12301"),
+    ("DW77701 is $212. Shall I hold and book it?", "DW77701"),
+])
+def test_round15_rules_read_what_they_should_and_no_more(question, reading):
     t = traveller()
     t.ask(question)
     e = t.events[-1]

@@ -36,15 +36,22 @@ INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
-STATED = re.compile(r"(?:^|(?<=[.?!]))\s*(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as)\b[^,.?!]*|"
-                    # "Before I search Lisbon to Oslo, …": the agent's own plan
-                    r"(?:before|while|once|after|so that)\s+(?:i|we)\b[^,.?!:;\u2014\u2013-]*),", re.I)
+STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as|"
+                    # "When you said 'the usual one', which carrier did you mean?": a recap
+                    r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!]*|"
+                    # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
+                    r"(?:before|while|once|after|so that)\s+(?:i|we)\b[^,.?!:;\u2014\u2013-]*)[,:]", re.I)
 #: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
 TAG_QUESTION = re.compile(r"\W*(?:(?:is|does|would|was)\s+(?:that|this|it)\s+(?:(?:seem|sound)s?\s+)?)?"
                           r"(?:fair|right|correct|true|accurate)\W*$", re.I)
 #: a question that asks on its own: opens with a question word or an auxiliary ("What's the maximum you'd pay")
 QUESTION_START = re.compile(r"\s*(?:(?:so|also|and)\W+)?(?:what|whats|which|how|when|where|who|do|does|"
                             r"did|are|is|would|could|can|will|have|any)\b", re.I)
+#: a dash between a statement and a question of its own ("You said your budget is $300 — and which airline?")
+DASH = re.compile(r"\s+(?:--|\u2014|\u2013)\s+")
+#: a question's opening after a dash: an interrogative or an auxiliary ("— could you go a bit higher?")
+YES_NO_START = re.compile(r"\s*(?:(?:so|also|and|but)\W+)?(?:what|whats|which|how|when|where|who|do|does|did|are|is|"
+                          r"would|could|can|will|should|shall|may|might)\b", re.I)
 #: a sentence reporting what the agent has or did ("Now I have the route."): context in a message without "?"
 REPORT = re.compile(r"\s*(?:(?:now|ok|okay|so|great|thanks|right)\W+)?(?:i|we)(?:'ve|\s+have|\s+found|\s+got|"
                     r"\s+searched|\s+checked|\s+looked|\s+see)\b", re.I)
@@ -110,7 +117,7 @@ def _cue(*words: str) -> frozenset[str]:
 
 BUDGET = _cue("budget", "price", "pricey", "cost", "costly", "spend", "afford", "affordable", "money", "expensive",
               "cheap", "cheaper", "cheapest", "pricier", "priciest", "costlier", "fare", "pay", "dollar", "dollars", "euro", "euros", "$", "amount",
-              "charge", "funds", "wallet", "pricing", "spending", "ceiling", "£", "€")
+              "charge", "funds", "wallet", "pricing", "spending", "ceiling", "cap", "£", "€")
 AIRLINE = _cue("airline", "airlines", "carrier", "carriers", "airway", "airways", "operator", "company", "alliance",
                "oneworld", "skyteam")
 DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "weekdays", "week", "timing", "month", "schedule", "soon", "earliest",
@@ -125,7 +132,7 @@ TIMES_OF_DAY = _cue("morning", "afternoon", "evening", "night")
 PLACES = _cue("city", "cities", "airport", "airports", "place")
 EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
               "expo", "marathon", "celebration", "happening", "happenings", "parade", "crowded", "crowds", "host",
-              "hosting", "hosts", "carnival", "oktoberfest", "tournament", "olympics", "championship", "gig", "season", "seasons",
+              "hosting", "hosts", "carnival", "oktoberfest", "tournament", "olympics", "championship", "gig", "season", "seasons", "holiday", "holidays",
               # the travel world's own events (generator.EVENTS) whose names hold no other cue
               "lantern", "regatta")
 TRAVEL_VERBS = _cue("go", "going", "fly", "flying", "head", "headed", "heading", "travel", "travelling", "traveling",
@@ -225,6 +232,14 @@ DROP = _cue("drop", "skip", "lose", "bend", "abandon", "break")
 #: verbs that rank one wish above another ("should price beat the airline?", "which should win?")
 OUTRANK = _cue("beat", "win", "trump", "outrank", "override")
 #: verbs of a purpose clause: a wish given up "to keep" another ("a higher fare to keep your airline")
+#: verbs of the agent's own search, and quantifiers over the dates already given: "should I search both days in
+#: one go?" asks how to search ("which days should I search?" still asks the dates)
+SEARCHING = _cue("search", "check", "look", "compare", "scan", "query")
+QUANTIFIERS = _cue("both", "either", "each", "all", "every")
+#: a saving that a condition offers for another wish ("a day later if it saves you $50")
+SAVING = _cue("save", "saves", "saving", "cheaper", "less", "lower")
+#: verbs that give up or keep one wish of two ("should I drop the airline or the date?", "keep the cap or the date?")
+DROP_OR_KEEP = _cue("drop", "skip", "lose", "bend", "relax", "sacrifice", "keep", "loosen")
 PURPOSE = _cue("keep", "get", "stay", "save", "have")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
@@ -238,6 +253,7 @@ HOLD_WORDS = _cue("held", "hold", "holding", "reserved", "reservation")
 #: neighbouring stems that bound the fare ("a maximum you'd like me to stay under", "won't go above")
 BUDGET_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("stay", "under"), ("stay", "below"), ("keep", "under"), ("keep", "below"), ("go", "above"), ("go", "beyond"),
+    ("your", "limit"), ("upper", "limit"),
 )}
 #: offers of a service about prices or times ("notify you if the fare drops", "a reminder before you leave"):
 #: the question asks whether to set it up, not the budget or the dates

@@ -3,9 +3,12 @@ words ask for a date, whether a price is the flight's, whether a verb of leaving
 
 from __future__ import annotations
 
+import re
+
 from .lexicon import (
     AMOUNT_WORDS,
     ARRIVAL,
+    DASH,
     DATES,
     DURATION,
     EVENT_TICKETS,
@@ -16,13 +19,18 @@ from .lexicon import (
     LOCATIVE,
     NUMBER_WORDS,
     NUMBERED,
+    QUANTIFIERS,
+    QUESTION_START,
     RELEASE,
+    SEARCHING,
     SMALL_TALK,
     TIME_PREPOSITIONS,
     TIMES_OF_DAY,
     UNITS,
     WHEN_NOT,
+    YES_NO_START,
     stem,
+    stems,
 )
 
 DATE_NOUNS = frozenset({stem("date"), stem("dates"), stem("day"), stem("days")})
@@ -42,6 +50,8 @@ def date_cues(words: list[str]) -> set[str]:
         after = words[i + 1] if i + 1 < len(words) else ""
         if w == "when" and after in WHEN_NOT:
             continue
+        if before in QUANTIFIERS and not {"which", "what", "when"} & set(words) and SEARCHING & set(words):
+            continue  # "should I search both days in one go, or one at a time?"
         if w == "when" and after == "you" and i + 2 < len(words) and words[i + 2] in ARRIVAL:
             continue  # "a rental car when you land?"
         if w in (stem("leave"), stem("depart")) and before == "you" and i >= 2 and words[i - 2] in TIME_PREPOSITIONS:
@@ -83,7 +93,7 @@ def priced_extra(words: list[str], i: int) -> bool:
     """Whether the budget cue ``words[i]`` prices something else: "the price of airport parking", "the cost of
     adding a second bag" (not "the cost of the flight with a meal"), or names the fare an extra is on ("a bag
     on this fare")."""
-    if i + 1 < len(words) and words[i + 1] == "of":
+    if i + 1 < len(words) and words[i + 1] in ("of", "on", "for"):  # "a cap on checked bags"
         thing = next((w for w in words[i + 2:i + 8] if w in EXTRAS or w in FLIGHT_NOUNS), None)
         return thing in EXTRAS
     return (i >= 2 and words[i] == stem("fare") and words[i - 2] == "on" and words[i - 1] in ("this", "that")
@@ -111,6 +121,21 @@ def lets_go(words: list[str]) -> bool:
         if end is not None and set(words[end:end + 4]) & (HOLD_WORDS | {"it", "seat"}):
             return True
     return False
+
+
+def events_named(words: list[str]) -> bool:
+    """Whether a clause names a city event: a festival, a conference, "holidays in Oslo" — not the traveller's
+    own holiday ("your holiday days", "on holiday")."""
+    return any(w in EVENTS and not (w == stem("holiday") and i and words[i - 1] in ("your", "my", "a", "on"))
+               for i, w in enumerate(words))
+
+
+def the_hold(words: list[str]) -> bool:
+    """Whether the words speak of the held seat ("the held seat", "your hold", "the seat I'm holding"), not of
+    holding one ("shall I hold and book it?")."""
+    return any(w in HOLD_WORDS and i and (words[i - 1] in ("the", "my", "your", "this", "that")
+                                          or w == stem("holding") and "seat" in words[max(0, i - 5):i])
+               for i, w in enumerate(words))
 
 
 def event_tickets(words: list[str]) -> bool:
@@ -161,3 +186,17 @@ def numbered_items(text: str) -> list[str]:
         return []
     bounds = [m.start() for m in marks] + [len(text)]
     return [text[:marks[0].start()]] + [text[marks[i].end():bounds[i + 1]] for i in range(len(marks))]
+
+
+def dash_ends_statement(text: str) -> str:
+    """``text`` with a dash that ends a statement before a question of its own made a sentence break: "You said
+    the 13th and $300 — do you want a window or an aisle seat?" asks about a seat only. Not when the question
+    refers back ("— what number would break it?", "— does that still hold …?") or the statement is itself a
+    question's start ("what's most important to you here — price, date, or airline?")."""
+    for m in reversed(list(DASH.finditer(text))):
+        start = max(text.rfind(c, 0, m.start()) for c in ".?!") + 1
+        head, tail = text[start:m.start()], re.split(r"(?<=[.?!])", text[m.end():], maxsplit=1)[0]
+        if (YES_NO_START.match(tail) and not QUESTION_START.match(head)
+                and not set(stems(tail)) & {"it", "that", "this", "these", "those", "them", "one"}):
+            text = text[:m.start()] + ". " + text[m.end():]
+    return text

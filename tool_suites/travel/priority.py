@@ -11,6 +11,7 @@ from .lexicon import (
     CONTRAST,
     DATES,
     DROP,
+    DROP_OR_KEEP,
     ELSE_WORDS,
     EVENT_CLASH,
     EVENTS,
@@ -26,6 +27,7 @@ from .lexicon import (
     PRIORITY,
     PRIORITY_PAIRS,
     PURPOSE,
+    SAVING,
     SWITCH,
     TRADE_OFF,
     WHICH_PRONOUN,
@@ -98,6 +100,13 @@ class PriorityRules:
                 left, right = self._mentions(words[:i]), self._mentions(words[i + 2:])
                 if left and right and left != right:
                     return True
+        if stem("matter") in ws and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
+            return True  # "how much does the date matter compared with price?"
+        if "if" in ws and ws & SAVING:  # "would you fly a day later if it saves you $50?"
+            i = words.index("if")
+            left, right = self._mentions(words[:i]), self._mentions(words[i:])
+            if left - {"budget"} or len(left | right) >= 2:  # "… pay $50 more if it saves you a day?"
+                return True
         mentioned = len(self._mentions(words))
         if mentioned >= 2 and "if" in ws and ws & {stem("meant"), stem("means")}:
             return True  # "accept a different airline if it meant flying on your date?"
@@ -117,10 +126,19 @@ class PriorityRules:
     def _switched(self, words: list[str]) -> bool:
         """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
         ("would you accept the later date, or switch airlines?", "pay extra or move the date?")."""
-        if not set(words) & SWITCH or "or" not in words:
+        if "or" not in words:
             return False
         i = words.index("or")
-        left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+        if set(words) & SWITCH:
+            left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+            if left and right and not left & right:
+                return True
+        # the nearest verb of giving up or keeping before the "or": "If I can't find Aster Air on your dates,
+        # should I drop the airline or the date?"
+        verb = max((j for j, w in enumerate(words[:i]) if w in DROP_OR_KEEP), default=None)
+        if verb is None:
+            return False
+        left, right = self._mentions(words[verb:i]), self._mentions(words[i + 1:])
         return bool(left and right and not left & right)
 
     def _names_airline(self, words: list[str]) -> bool:

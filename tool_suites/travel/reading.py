@@ -26,7 +26,10 @@ The rules, in order:
    report before another question ("EG55120 is $276. Is that affordable?") is context, and so is how much
    to pay ("what is the most you are willing to pay?": the budget, whatever flights were named). Tool
    output quoted before a dash (a JSON list or a ``|`` table, then "— is there an upper limit …?") ends
-   its own sentence.
+   its own sentence, and so does a recap or report before a dash whose question stands alone ("You said
+   your budget is $300 — and which airline?"; not "— what number would break it?", which refers back). When
+   the asking part names no flight, the held seat it speaks of ("the held seat", "the seat I'm holding") is
+   the object, else the flight named last before it.
 Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
 statement: ``what``, ``which``, ``how`` … not followed by a subject ("any airline preference? also whats ur max
 price", not "when you're ready I'll search"), and indirect questions ("I'd like to know which airlines …") — are
@@ -96,7 +99,10 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    ("is the price shown per person?"), what a fare includes, an airline's app wanted or a loyalty
    number for "your preferred airline" ask no slot. A numbered list of questions ("(1) your airline,
    (2) your dates, (3) which matters most") reads each item; the agent's own plan or report before
-   the question ("Before I search Lisbon to Oslo, …", "Now I have the route.") is not read.
+   the question ("Before I search Lisbon to Oslo, …", "Now I have the route.") is not read, nor a recap
+   clause ("When you said 'the usual one', which carrier did you mean?"). A wish traded for a saving ("a day
+   later if it saves you $50?") and one of two wishes to drop or keep ("drop the airline or the date?") ask
+   the priority; a cap or "your limit" is the budget.
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -165,8 +171,10 @@ from .phrases import (
     DATE_NOUNS,
     amount_to_pay,
     contains,
+    dash_ends_statement,
     date_cues,
     event_tickets,
+    events_named,
     extra_first,
     holds_still,
     leaves,
@@ -174,6 +182,7 @@ from .phrases import (
     located,
     numbered_items,
     ordinal,
+    the_hold,
     priced_extra,
     return_trip,
 )
@@ -213,6 +222,7 @@ class Reader(PriorityRules):
         question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
         if "{" in question or "|" in question:
             question = QUOTED_OUTPUT.sub(". ", question)
+        question = dash_ends_statement(question)
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         flight = self._confirmed(question, sentences)
         if flight is not None:
@@ -340,27 +350,38 @@ class Reader(PriorityRules):
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
         if not committing or holds_still(said):
             return None
-        for text in (asking, question):
-            named = self._named(text)
-            if named is not None:
-                return named
-        words = set(whole)
+        # the flight the asking part names; else the held seat it speaks of; else the flight named last before it
+        # ("Your earlier hold on BO45612 was released. The seat I'm holding now is on AS12301. May I book it?")
+        named = self._named(asking)
+        if named is not None:
+            return named
+        held = self._held_seat(whole)
+        if held is not None and the_hold(asked):  # "H2 on BO45612 was released. Shall I pay for the held seat?"
+            return held
+        return self._named(question, last=True) or held
+
+    def _held_seat(self, words: list[str]) -> str | None:
+        """The flight of the one active hold when the question proposes to pay for "the held seat" (not to let
+        it go)."""
         active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
-        letting_go = lets_go(whole)
-        if len(active) == 1 and words & HOLD_WORDS and words & COMMIT_WORDS - HOLD_WORDS and not letting_go:
+        ws = set(words)
+        if len(active) == 1 and ws & HOLD_WORDS and ws & COMMIT_WORDS - HOLD_WORDS and not lets_go(words):
             return active[0]["flight"]
         return None
 
-    def _named(self, text: str) -> str | None:
-        """The flight a text names: one of the world's, a made-up id, or a hold's."""
-        if self._flight is not None:
-            m = self._flight.search(text)
-            if m:
-                return self.flights[re.sub(r"[\s-]", "", m.group(1)).upper()]
-        m = ANY_FLIGHT.search(text)
+    def _named(self, text: str, last: bool = False) -> str | None:
+        """The flight a text names first (``last``: last): one of the world's, a made-up id, or a hold's."""
+        def found(pattern: re.Pattern[str] | None) -> re.Match[str] | None:
+            matches = list(pattern.finditer(text)) if pattern is not None else []
+            return (matches[-1] if last else matches[0]) if matches else None
+
+        m = found(self._flight)
+        if m:
+            return self.flights[re.sub(r"[\s-]", "", m.group(1)).upper()]
+        m = found(ANY_FLIGHT)
         if m:
             return m.group(1)
-        m = HOLD_ID.search(text)
+        m = found(HOLD_ID)
         if m and m.group(1).upper() in self.holds:
             return self.holds[m.group(1).upper()]["flight"]
         return None
@@ -374,7 +395,7 @@ class Reader(PriorityRules):
         if words in (["from"], ["to"]) and not whole & DATE_NOUNS:  # "from, to, when, and max price?"
             return ["route"]
         # "something going on in the city" is an event (not "going on a trip")
-        if ws & EVENTS or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
+        if events_named(words) or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
             # not "buy tickets for the festival?", "a hotel near the festival venue?"
             if ws & BUYING and event_tickets(words) or ws & LODGING:
                 return []
@@ -398,11 +419,13 @@ class Reader(PriorityRules):
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
         if ws & EXTRAS and ws & ADDING:  # "do you want to add a checked bag?" offers an extra
             budget_cues = set()
-        if stem("weigh") in ws or extra_first(words) and "you" not in ws:  # "how much does a bag weigh / cost?"
-            how_much = False
+        if stem("weigh") in ws or extra_first(words) and "you" not in ws or stem("matter") in ws:
+            how_much = False  # "how much does a bag weigh / cost?", "how much does the date matter?"
         how_high = any(a == "how" and b == stem("high") and c in HOW_MUCH_NEXT  # "how high can you go?"
                        for a, b, c in zip(words, words[1:], words[2:]))
         pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
+        # "could you go a bit higher?" (after a report of the fares)
+        pockets = pockets or any(w == stem("go") and "higher" in words[i + 1:i + 4] for i, w in enumerate(words))
         if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS or bounded
                 or pockets):
             out.append("budget")
