@@ -18,7 +18,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round9": "traveller_questions_round9.tsv", "round10": "traveller_questions_round10.tsv",
          "round11": "traveller_questions_round11.tsv",
          "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv",
-         "round14": "traveller_questions_round14.tsv", "round15": "traveller_questions_round15.tsv"}
+         "round14": "traveller_questions_round14.tsv", "round15": "traveller_questions_round15.tsv",
+         "round16": "traveller_questions_round16.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -351,6 +352,35 @@ def test_round14_rules_read_what_they_should_and_no_more(question, reading):
     ("DW77701 is $212. Shall I hold and book it?", "DW77701"),
 ])
 def test_round15_rules_read_what_they_should_and_no_more(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+@pytest.mark.parametrize("question, reading", [
+    # round 16's rules: the agent's reason after its question is not read
+    ("What's your exact budget limit, so I can tell whether the $345 Aster Air fare fits?", ["budget"]),
+    ("Which airline do you prefer, so that I can narrow the search?", ["airline"]),
+    # one wish given up for a better another
+    ("Is the budget a hard limit, or would you go over it for a better date?", ["priority"]),
+    ("Would you accept going over your budget in order to fly on your preferred date?", ["priority"]),
+    ("Would going over your budget be OK?", ["budget"]),
+    # a slot question, then "Also, if …" the priority
+    ("Could you tell me your budget and your preferred airline? Also, if not everything fits, which matters most to "
+     "you?", ["airline", "budget", "priority"]),
+    # "preferred" before a wish names it; "prefer" as a verb and "preferences" choose or rank
+    ("Do you have a preferred airline, and are you flexible on the date?", ["airline", "dates"]),
+    ("To find the best flight, could you tell me your budget, your preferred airline, and which of the two dates "
+     "you'd like to fly?", ["airline", "budget", "dates"]),
+    ("Are you flexible on your preferences?", ["priority"]),
+    ("On the wrong airline but cheaper: which should I prefer?", ["priority"]),
+    # checking the weather, releasing a hold, adding a service: nothing the traveller knows
+    ("Would you like me to check the weather in Oslo for your travel dates?", []),
+    ("Do you want me to release hold H1 and search again?", []),
+    ("Would you like me to add priority boarding for $15?", []),
+])
+def test_round16_rules_read_what_they_should_and_no_more(question, reading):
     t = traveller()
     t.ask(question)
     e = t.events[-1]

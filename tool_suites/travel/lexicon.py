@@ -205,7 +205,7 @@ LODGING = _cue("hotel", "hotels", "accommodation", "hostel", "airbnb", "checkin"
 FLIGHT_NOUNS = _cue("flight", "flights", "ticket", "tickets", "fare", "fares", "trip", "seat", "journey")
 EXTRAS = _cue("parking", "bag", "bags", "baggage", "luggage", "insurance", "upgrade", "upgrades", "lounge", "wifi",
               "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours", "refund",
-              "refunds", "cancellation", "allowance")
+              "refunds", "cancellation", "allowance", "service", "services", "boarding")
 #: a city event's tickets to buy: an offer of a service, not a question about the trip's purpose
 EVENT_TICKETS = _cue("ticket", "tickets", "pass", "passes", "admission", "entry")
 BUYING = _cue("buy", "purchase", "book", "order", "reserve")
@@ -241,6 +241,10 @@ SAVING = _cue("save", "saves", "saving", "cheaper", "less", "lower")
 #: verbs that give up or keep one wish of two ("should I drop the airline or the date?", "keep the cap or the date?")
 DROP_OR_KEEP = _cue("drop", "skip", "lose", "bend", "relax", "sacrifice", "keep", "loosen")
 PURPOSE = _cue("keep", "get", "stay", "save", "have")
+#: "would you go over it for a better date?": one wish given up for a better another
+BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")
+#: the agent's reason after its question ("… so I can tell whether the $345 Aster Air fare fits?"): not read
+PURPOSE_CLAUSE = re.compile(r",?\s+so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)\b[^.?!]*", re.I)
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
 REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")

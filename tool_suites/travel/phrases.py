@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .lexicon import (
+    AIRLINE,
     AMOUNT_WORDS,
     ARRIVAL,
     DASH,
@@ -34,6 +35,10 @@ from .lexicon import (
 )
 
 DATE_NOUNS = frozenset({stem("date"), stem("dates"), stem("day"), stem("days")})
+
+
+#: what stands before "preferred" used as an adjective ("your preferred airline")
+ADJ_BEFORE = frozenset({stem("your"), "a", "the", "my", "any", "their", "our"})
 
 
 def date_cues(words: list[str]) -> set[str]:
@@ -128,6 +133,17 @@ def events_named(words: list[str]) -> bool:
     own holiday ("your holiday days", "on holiday")."""
     return any(w in EVENTS and not (w == stem("holiday") and i and words[i - 1] in ("your", "my", "a", "on"))
                for i, w in enumerate(words))
+
+
+def adjectival_prefer(words: list[str]) -> list[str]:
+    """The words with "preferred" before a wish marked as an adjective (``preferred:adj``): "your preferred
+    airline", "a preferred date" name a wish; "which do you prefer?", "your preferences" choose or rank."""
+    prefer = stem("prefer")
+    if prefer not in words:
+        return words
+    wishes = AIRLINE | DATES | FLIGHT_NOUNS | {stem("carrier"), stem("option"), "one"}
+    return [f"{w}:adj" if w == prefer and 0 < i < len(words) - 1 and words[i - 1] in ADJ_BEFORE
+            and words[i + 1] in wishes else w for i, w in enumerate(words)]
 
 
 def the_hold(words: list[str]) -> bool:

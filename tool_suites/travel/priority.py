@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .lexicon import (
     AIRLINE,
+    BETTER,
     BUDGET,
     CHOICE,
     COMPARATIVE,
@@ -34,7 +35,7 @@ from .lexicon import (
     WISH_NOUNS,
     stem,
 )
-from .phrases import contains, leaves, ordinal
+from .phrases import adjectival_prefer, contains, leaves, ordinal
 
 
 class PriorityRules:
@@ -50,6 +51,7 @@ class PriorityRules:
             {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
 
     def _about_priority(self, words: list[str]) -> bool:
+        words = adjectival_prefer(words)  # "your preferred airline" chooses nothing
         ws = set(words)
         cues = ws & PRIORITY
         if ws & EVENTS:
@@ -95,11 +97,17 @@ class PriorityRules:
             return True  # "which one are you most willing to be flexible on?"
         if ws & OUTRANK and (which_pronoun or len(self._mentions(words)) >= 2):  # "should price beat the airline?"
             return True
-        for i, (a, b) in enumerate(pairs if "to" in ws else ()):  # one wish given up to keep another
-            if a == "to" and b in PURPOSE:
+        # one wish given up to keep another, or for a better another ("go over it for a better date?")
+        for i, (a, b) in enumerate(pairs if ws & {"to", "for"} else ()):
+            if a == "to" and b in PURPOSE or a == "for" and (b in BETTER or b == "a" and words[i + 2:i + 3]
+                                                             and words[i + 2] in BETTER):
                 left, right = self._mentions(words[:i]), self._mentions(words[i + 2:])
                 if left and right and left != right:
                     return True
+        over = any(w in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]
+                   and set(words[i + 2:i + 5]) & BUDGET for i, w in enumerate(words))
+        if over and len(self._mentions(words)) >= 2:
+            return True  # "would you accept going over your budget in order to fly on your preferred date?"
         if stem("matter") in ws and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
             return True  # "how much does the date matter compared with price?"
         if "if" in ws and ws & SAVING:  # "would you fly a day later if it saves you $50?"
@@ -120,7 +128,8 @@ class PriorityRules:
             return True  # "…on the wrong airline: which should I prefer?", "which would bother you less: X, or Y?"
         if mentioned >= 2:  # a choice between two wishes
             # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
-            return bool(ws & CONTRAST and ws & CHOICE or "over" in ws and ws & (CHOICE | {stem("prefer")}))
+            return bool(ws & CONTRAST and ws & CHOICE
+                        or "over" in ws and ws & (CHOICE | {stem("prefer"), stem("take")}))
         return False
 
     def _switched(self, words: list[str]) -> bool:

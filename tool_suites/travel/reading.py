@@ -102,7 +102,9 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    the question ("Before I search Lisbon to Oslo, …", "Now I have the route.") is not read, nor a recap
    clause ("When you said 'the usual one', which carrier did you mean?"). A wish traded for a saving ("a day
    later if it saves you $50?") and one of two wishes to drop or keep ("drop the airline or the date?") ask
-   the priority; a cap or "your limit" is the budget.
+   the priority, and so does one given up for a better another ("go over it for a better date?"); a cap or
+   "your limit" is the budget. The agent's reason after its question ("…, so I can tell whether the $345 fare
+   fits?") is not read; "preferred" before a wish ("your preferred airline") names it without choosing.
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -148,6 +150,7 @@ from .lexicon import (
     PLACES,
     PLANES,
     PRIORITY,
+    PURPOSE_CLAUSE,
     QUESTION_OPENER,
     QUESTION_START,
     QUOTED,
@@ -156,6 +159,7 @@ from .lexicon import (
     REPORT,
     ROUTE,
     ROUTE_PAIR,
+    SEARCHING,
     SENTENCE,
     STATED,
     SWITCH,
@@ -182,9 +186,9 @@ from .phrases import (
     located,
     numbered_items,
     ordinal,
-    the_hold,
     priced_extra,
     return_trip,
+    the_hold,
 )
 from .priority import PriorityRules
 
@@ -242,8 +246,9 @@ class Reader(PriorityRules):
             asking = question if len(kept) == len(sentences) else " ".join(kept)
         # the question's context: what it states before it asks, in sentences or in a "since …" clause
         context = [x for x in sentences if not x.rstrip().endswith("?")] if asking is not question else []
-        context += STATED.findall(asking)
-        asking = STATED.sub(" ", asking)  # "Since your budget is capped at 400, which airlines ...?"
+        context += STATED.findall(asking) + PURPOSE_CLAUSE.findall(asking)
+        # "Since your budget is capped at 400, which airlines …?", "… so I can tell whether the $345 fare fits?"
+        asking = PURPOSE_CLAUSE.sub("", STATED.sub(" ", asking))
         if TAG_QUESTION.match(asking):  # "I assume you're not tied to any airline or date. Is that fair?"
             stated = stems(" ".join(context))
             about_you = set(stated) & ASSUMING or any(w == "you" and (not i or stated[i - 1] not in NOT_SUBJECT)
@@ -324,7 +329,7 @@ class Reader(PriorityRules):
             # each side a question of its own: the head about "you", the rest opening like a question
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
                     or not {"you", stem("your")} & set(head_words) or set(head_words) & NOTIFY
-                    or not (QUESTION_START.match(rest) or re.match(r"\W*if\b", rest, re.I))):
+                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?if\b", rest, re.I))):
                 continue
             # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
             if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
@@ -348,8 +353,8 @@ class Reader(PriorityRules):
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
-        if not committing or holds_still(said):
-            return None
+        if not committing or holds_still(said) or lets_go(said) and not commits:
+            return None  # "Do you want me to release hold H1 and search again?"
         # the flight the asking part names; else the held seat it speaks of; else the flight named last before it
         # ("Your earlier hold on BO45612 was released. The seat I'm holding now is on AS12301. May I book it?")
         named = self._named(asking)
@@ -426,8 +431,8 @@ class Reader(PriorityRules):
         pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
         # "could you go a bit higher?" (after a report of the fares)
         pockets = pockets or any(w == stem("go") and "higher" in words[i + 1:i + 4] for i, w in enumerate(words))
-        if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS or bounded
-                or pockets):
+        if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS
+                or bounded or pockets):
             out.append("budget")
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
@@ -460,7 +465,8 @@ class Reader(PriorityRules):
         timing = date_cues(words) == {"timing"} and whole & EVENTS and not ws & {"what", "which", "when"}
         # not "is your passport valid for six months?", "a check-in date for the room", "the weather on arrival day"
         back = return_trip(words)  # "a return flight from Oslo back to Lisbon?" is another journey
-        if dated and not birth and not ws & (DOCUMENTS | LODGING | WEATHER) and not timing and not back:
+        weather = ws & WEATHER or stem("weather") in ws and ws & SEARCHING  # "check the weather for your dates?"
+        if dated and not birth and not ws & (DOCUMENTS | LODGING) and not weather and not timing and not back:
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
@@ -469,7 +475,7 @@ class Reader(PriorityRules):
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
         # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
-        elsewhere = ws & (LODGING | WEATHER | EXTRAS)  # "the weather forecast in Oslo for when you arrive?"
+        elsewhere = ws & (LODGING | WEATHER | EXTRAS) or weather  # "the weather forecast in Oslo for when you arrive?"
         named_city = not out and any(w in self._cities and not (located(words, i) and (
             elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"}))) for i, w in enumerate(words))
         if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back:
