@@ -19,7 +19,7 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round11": "traveller_questions_round11.tsv",
          "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv",
          "round14": "traveller_questions_round14.tsv", "round15": "traveller_questions_round15.tsv",
-         "round16": "traveller_questions_round16.tsv"}
+         "round16": "traveller_questions_round16.tsv", "round17": "traveller_questions_round17.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -249,7 +249,10 @@ def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits
      "matters most.", ["airline", "dates", "priority"]),  # a numbered list: each item on its own
     ("Two things: (1) your budget, (2) whether price or date matters more.", ["budget", "priority"]),
     ("Please rank: 1) the date 2) the price 3) the airline.", ["priority"]),  # the lead asks the priority
-    ("Options: 1) AS12301 on 12 March for $275; 2) DW77701 on 13 March for $212. Which would you take?",
+    # (a plain list of flights names no trade-off since round 17: "which would you take?" asks nothing the
+    # traveller knows; "the cheaper one is a day later: which?" asks the priority)
+    ("Options: 1) AS12301 on 12 March for $275; 2) DW77701 on 13 March for $212. Which would you take?", []),
+    ("Options: 1) AS12301 on 12 March for $275; 2) DW77701, cheaper, on 13 March. Which would you take?",
      ["priority"]),
     ("Do you know of any events in Oslo that might push up prices or reduce availability around 12 to 13 March?",
      ["events"]),  # the event's window, not the traveller's dates
@@ -381,6 +384,34 @@ def test_round15_rules_read_what_they_should_and_no_more(question, reading):
     ("Would you like me to add priority boarding for $15?", []),
 ])
 def test_round16_rules_read_what_they_should_and_no_more(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+@pytest.mark.parametrize("question, reading", [
+    # round 17's rules: a request ending in "." is asked too ("Please share your budget.") …
+    ("Please share your budget. Which airline do you prefer?", ["airline", "budget"]),
+    ("Please share your budget and preferred airline. Also, if I can't satisfy both, which one matters more?",
+     ["airline", "budget", "priority"]),
+    ("Please provide your passport number. Which day works?", ["dates"]),
+    # … slots asked before the priority, up to the last split that leaves the priority a question of its own
+    ("Which airline do you prefer, and which days can you fly? And if the two conflict, which should win?",
+     ["airline", "dates", "priority"]),
+    ("Please let me know your budget and your acceptable travel dates, and how you'd rank those against each other "
+     "and the airline.", ["budget", "dates", "priority"]),
+    ("Which airline do you prefer, and how strict is that preference compared with price and date?",
+     ["airline", "priority"]),
+    ("Which matters more? The date or the price?", ["priority"]),
+    ("Compared with yesterday, fares went up. What's your budget?", ["budget"]),
+    # a list of the wishes, then "could you provide these?"; a list of flights, then "which one?"
+    ("I'll need: • Your budget • Preferred airline • Travel date(s). Could you provide these?",
+     ["airline", "budget", "dates"]),
+    ("Here are the flights: AS12301 (Aster Air, $290), DW77701 (Dune Airways, $215). Which one would you like?", []),
+    ("AS12301 is over your budget, while DW77701 is on another airline. Which would you take?", ["priority"]),
+])
+def test_round17_rules_read_what_they_should_and_no_more(question, reading):
     t = traveller()
     t.ask(question)
     e = t.events[-1]

@@ -32,7 +32,8 @@ QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|wh
 #: a sentence that asks indirectly ("I'd like to know which airlines are on the table for you.")
 #: (opening the sentence, after a stated clause; not "let me know when you're ready")
 INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\s+(?:like|need|want|love)\s+to\s+know|"
-                      r"(?:(?:could|can|would|will)\s+you\s+(?:please\s+)?)?(?:let me know|tell me))\s+"
+                      r"(?:(?:could|can|would|will)\s+you\s+(?:please\s+)?)?"
+                      r"(?:let me know|tell me|share|provide|give me|send me|confirm))\s+"
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
@@ -236,6 +237,12 @@ OUTRANK = _cue("beat", "win", "trump", "outrank", "override")
 #: one go?" asks how to search ("which days should I search?" still asks the dates)
 SEARCHING = _cue("search", "check", "look", "compare", "scan", "query")
 QUANTIFIERS = _cue("both", "either", "each", "all", "every")
+#: words that name a trade-off between listed options ("the cheapest is on Borealis, the best date on Aster Air:
+#: which?"); a plain list of flights and "which one would you like?" names none
+TRADE_NAMED = _cue("over", "while", "whereas", "however", "cheapest", "best", "better", "earlier", "later", "lower",
+                   "higher", "pricier", "worse")
+#: verbs of giving details: "could you provide these?" after a list of the wishes asks them
+GIVING = _cue("provide", "share", "tell", "give", "send", "fill", "supply")
 #: a saving that a condition offers for another wish ("a day later if it saves you $50")
 SAVING = _cue("save", "saves", "saving", "cheaper", "less", "lower")
 #: verbs that give up or keep one wish of two ("should I drop the airline or the date?", "keep the cap or the date?")

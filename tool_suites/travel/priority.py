@@ -108,7 +108,8 @@ class PriorityRules:
                    and set(words[i + 2:i + 5]) & BUDGET for i, w in enumerate(words))
         if over and len(self._mentions(words)) >= 2:
             return True  # "would you accept going over your budget in order to fly on your preferred date?"
-        if stem("matter") in ws and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
+        weighing = {stem("matter"), stem("strict"), stem("firm"), stem("flexible")} | WISH_NOUNS | IMPORTANT
+        if ws & weighing and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
             return True  # "how much does the date matter compared with price?"
         if "if" in ws and ws & SAVING:  # "would you fly a day later if it saves you $50?"
             i = words.index("if")

@@ -104,7 +104,9 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    later if it saves you $50?") and one of two wishes to drop or keep ("drop the airline or the date?") ask
    the priority, and so does one given up for a better another ("go over it for a better date?"); a cap or
    "your limit" is the budget. The agent's reason after its question ("…, so I can tell whether the $345 fare
-   fits?") is not read; "preferred" before a wish ("your preferred airline") names it without choosing.
+   fits?") is not read; "preferred" before a wish ("your preferred airline") names it without choosing. A
+   request ending in "." ("Please share your budget.") is asked like a question; "could you provide these?"
+   after a list of the wishes asks them.
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -134,6 +136,7 @@ from .lexicon import (
     EXTRAS,
     FLIGHT_NOUNS,
     FLYING,
+    GIVING,
     HOLD_ID,
     HOLD_WORDS,
     HOW_MUCH_NEXT,
@@ -164,6 +167,7 @@ from .lexicon import (
     STATED,
     SWITCH,
     TAG_QUESTION,
+    TRADE_NAMED,
     TRAVEL_VERBS,
     WEATHER,
     WELL_WISH,
@@ -288,12 +292,17 @@ class Reader(PriorityRules):
             whole = stems(question)
             if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
                 return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
-            if not slots and "which" in words and len(self._mentions(whole)) >= 2:
+            if (not slots and "which" in words and len(self._mentions(whole)) >= 2
+                    and set(whole) & (WORTH_TRADE | TRADE_NAMED)):  # not a plain list of flights
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
             if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK:
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(stems(" ".join(context))) & PRIORITY and len(words) <= 6:
                 return Reading("ask", ["priority"])  # "a trade-off: DW40551 at $199, or EG60238 at $342. Your call?"
+            if not slots and set(words) & {"these", "those", "them"} and set(words) & GIVING:
+                named = self._mentions(stems(" ".join(context)))
+                if named:  # "I'll need: • Your budget • Preferred airline • Travel date(s). Could you provide these?"
+                    return Reading("ask", sorted(named))
             if not slots and set(words) & (REFER_BACK | {"one"}) and not set(words) & FLIGHT_NOUNS:
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
@@ -320,10 +329,12 @@ class Reader(PriorityRules):
         """The slots of a question that asks them first and then the priority, each on its own ("Are you
         flexible on the date, and would you rather move it than pay more?"); [] for any other question.
         ``whole``: whether the question as a whole asks the priority."""
-        if not QUESTION_START.match(asking):
+        if not (QUESTION_START.match(asking) or INDIRECT.match(asking)):  # "Please let me know your budget, and …"
             return []
         cues = PRIORITY | CHOICE | SWITCH | {stem("prefer")}
-        for m in re.finditer(r"\band\b|;|\?", asking, re.I):
+        # the last split first: "Which airline do you prefer, and which days can you fly? And if the two conflict,
+        # which should win?" asks both slots before the priority
+        for m in reversed(list(re.finditer(r"\band\b|;|\?|\.(?=\s)", asking, re.I))):
             head, rest = asking[:m.start()], asking[m.end():]
             head_words, rest_words = stems(head), stems(rest)
             # each side a question of its own: the head about "you", the rest opening like a question
