@@ -10,10 +10,11 @@ import snowballstemmer
 
 _STEMMER = snowballstemmer.stemmer("english")
 TOKEN = re.compile(r"[$£€]|[a-z]+|\d+")
-SENTENCE = re.compile(r"(?<=[.?!])\s+")
-#: tool output quoted before a dash ('{"id": "DW77701", "price": 212} -- is there an upper limit …?', a |-table):
-#: the dash ends its sentence
-QUOTED_OUTPUT = re.compile(r"(?<=[}|\d])\s+(?:--|\u2014|\u2013)\s+(?=[^{|]*$)")
+SENTENCE = re.compile(r"(?<=[.?!])(?<![\s:(]\d\.)(?<!^\d\.)\s+")  # not after a list's "1."
+#: tool output quoted before the question ('{"id": "DW77701", "price": 212} -- is there an upper limit …?', a JSON
+#: list, a |-table, then a dash, a line break or a capital): the output ends its sentence
+QUOTED_OUTPUT = re.compile(r"([}\]|][^A-Za-z{}\[\]|]*?)(?:\s*(?:--|\u2014|\u2013|\s-)\s*|\s*\n\s*|\s+(?=[A-Z]))"
+                           r"(?=[^{}\[\]|]*$)")
 #: a question is read clause by clause (cut at , ; : ? ! and or "as well as" plus), in parts: the part of
 #: a question a service offer covers, up to the next "and"/"or"/";" (its commas included: "a reminder
 #: when check-in opens, 24 hours before you leave?" offers one service)
@@ -37,11 +38,11 @@ INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
-STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as|"
+STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
                     r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
-                    r"(?:before|while|once|after|so that)\s+(?:i|we)\b[^,.?!:;\u2014\u2013-]*)[,:]", re.I)
+                    r"(?:before|while|once|after|so that)\s+(?:i|we)\b(?:[^,.?!:;\u2014\u2013-]|\b-\b)*)[,:]", re.I)
 #: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
 TAG_QUESTION = re.compile(r"\W*(?:(?:is|does|would|was)\s+(?:that|this|it)\s+(?:(?:seem|sound)s?\s+)?)?"
                           r"(?:fair|right|correct|true|accurate)\W*$", re.I)
@@ -56,7 +57,8 @@ YES_NO_START = re.compile(r"\s*(?:(?:so|also|and|but)\W+)?(?:what|whats|which|ho
 #: a sentence reporting what the agent has or did ("Now I have the route."): context in a message without "?"
 REPORT = re.compile(r"\s*(?:(?:now|ok|okay|so|great|thanks|right)\W+)?(?:i|we)(?:'ve|\s+have|\s+found|\s+got|"
                     r"\s+searched|\s+checked|\s+looked|\s+see)\b", re.I)
-#: a numbered list's marker: "(1) your airline, (2) your dates", "1) … 2) …", "1. … 2. …"
+#: a numbered list's marker: "(1) your airline, (2) your dates", "1) … 2) …", "1. … 2. …" (SENTENCE does not
+#: split after a marker)
 NUMBERED = re.compile(r"(?:^|(?<=[\s:;,]))(?:\(([1-9])\)|([1-9])[).])(?=\s)")
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
@@ -241,6 +243,12 @@ QUANTIFIERS = _cue("both", "either", "each", "all", "every")
 #: which?"); a plain list of flights and "which one would you like?" names none
 TRADE_NAMED = _cue("over", "while", "whereas", "however", "cheapest", "best", "better", "earlier", "later", "lower",
                    "higher", "pricier", "worse")
+#: words by which a clause after an event's gives the event's own dates or place ("… that might reduce
+#: availability around 12 to 13 March", "whose dates I should take into account"; not "and the travel dates?")
+EVENT_BACK = _cue("it", "its", "whose", "their", "that", "which", "around", "during", "then", "only", "first", "last",
+                  "them")
+#: the flights themselves: "which of these flights do you want?" refers back to no wish ("for this trip" may)
+FLIGHT_ONLY = _cue("flight", "flights", "ticket", "tickets")
 #: verbs of giving details: "could you provide these?" after a list of the wishes asks them
 GIVING = _cue("provide", "share", "tell", "give", "send", "fill", "supply")
 #: a saving that a condition offers for another wish ("a day later if it saves you $50")
@@ -276,6 +284,9 @@ PAY_WORDS = _cue("pay", "payment", "charge")
 DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted")
 #: a price as shown or quoted: "is the price shown per person?" asks how it is shown, not the budget
 QUOTED = _cue("shown", "displayed", "listed", "quoted", "advertised")
+#: words that judge a price, so that it stays the budget ("is the price quoted acceptable to you?")
+JUDGING = _cue("acceptable", "ok", "okay", "fine", "afford", "affordable", "too", "high", "higher", "much", "more",
+               "limit", "max", "maximum", "pay", "spend")
 #: what a fare covers: "does the Cirrus Lines fare include a checked bag?"
 INCLUDES = _cue("include", "includes", "included", "including", "cover", "covers", "covered")
 CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
@@ -285,10 +296,15 @@ PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
 AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
                       "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers")
-AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept")
+AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept",
+                      "stick", "avoid", "matter", "mind")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
                     "issue", "ticket",
                     "proceed", "confirm", "lock", "seal", "approve", "charge", "reserve")
+#: a question about an amount, whatever its verb ("how high are you willing to go?", "what is the maximum you would
+#: pay for a ticket?", "the maximum charge you would accept?"); and one that asks to act ("shall we pay for it?")
+AMOUNT_ASKED = re.compile(r"\bhow\s+(?:much|high)\b|\bthe\s+(?:most|maximum|max|highest)\b(?!\s+(?:of|cheapest))", re.I)
+MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s+want\s+me\b", re.I)
 #: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
 AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")
 #: words that accept a named flight ("Is BO45612 at $320 fine with you?", "Is that okay?")

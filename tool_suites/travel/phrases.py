@@ -63,8 +63,9 @@ def date_cues(words: list[str]) -> set[str]:
             continue  # "a reminder 24 hours before you leave"
         if w == stem("departure") and (before in TIME_PREPOSITIONS or before in TIMES_OF_DAY):
             continue  # "a reminder before departure", "an evening departure"
-        if w in TIMES_OF_DAY and time_of_day(words, i):
-            continue
+        if w in TIMES_OF_DAY and time_of_day(words, i) or w == stem("day") and words[max(0, i - 2):i] == [
+                stem("time"), "of"]:
+            continue  # "a morning flight", "what time of day do you prefer?"
         if w in UNITS and (before.isdigit() or before in NUMBER_WORDS) and i >= 2 and words[i - 2] in DURATION:
             continue
         if w in UNITS and before == stem("your") and after in SMALL_TALK and (i < 2 or words[i - 2] not in
@@ -87,11 +88,11 @@ def time_of_day(words: list[str], i: int) -> bool:
 
 
 def return_trip(words: list[str]) -> bool:
-    """Whether a clause is about a journey back ("a return flight from Oslo back to Lisbon", "a round trip",
-    "when would you fly back?"), whose cities and dates the traveller's one-way trip does not have."""
+    """Whether a clause is about a journey back ("a return flight from Oslo back to Lisbon", "when would you fly
+    back?"), whose cities and dates the traveller's one-way trip does not have (a round trip includes it)."""
     verbs = {stem("fly"), stem("flight"), stem("way"), stem("travel"), stem("head")}
-    return any(a == stem("return") and b in FLIGHT_NOUNS or a == "round" and b == stem("trip")
-               or a in verbs and b == "back" for a, b in zip(words, words[1:]))
+    return any(a == stem("return") and b in FLIGHT_NOUNS or a in verbs and b == "back"
+               for a, b in zip(words, words[1:]))
 
 
 def priced_extra(words: list[str], i: int) -> bool:
@@ -130,8 +131,10 @@ def lets_go(words: list[str]) -> bool:
 
 def events_named(words: list[str]) -> bool:
     """Whether a clause names a city event: a festival, a conference, "holidays in Oslo" — not the traveller's
-    own holiday ("your holiday days", "on holiday")."""
+    own holiday ("your holiday days", "on holiday") nor a time of year ("it is peak season")."""
     return any(w in EVENTS and not (w == stem("holiday") and i and words[i - 1] in ("your", "my", "a", "on"))
+               and not (w == stem("season") and i and words[i - 1] in ("peak", "busi", "busy", "high", "low", "off",
+                                                                         "this", "that"))
                for i, w in enumerate(words))
 
 
@@ -165,8 +168,10 @@ def amount_to_pay(words: list[str], i: int) -> bool:
     whether, to pay: "what you want to pay", "the most you'd be happy to pay" — not "shall I pay for it?"."""
     if words[i + 1:i + 3] in ([ "to", stem("pay")],):
         i += 2  # "happy to pay"
-    if words[i] not in (stem("pay"), stem("spend")) or i and words[i - 1] == "i":
-        return False
+    if words[i] not in (stem("pay"), stem("spend")) or i and words[i - 1] in ("i", "we"):
+        return False  # "shall we pay for it?"
+    if words[max(0, i - 2):i] == ["me", "to"]:
+        return False  # "do you want me to pay …?"
     return bool(set(words[max(0, i - 6):i]) & AMOUNT_WORDS)
 
 
@@ -201,7 +206,12 @@ def numbered_items(text: str) -> list[str]:
     if len(marks) < 2 or numbers != list(range(1, len(marks) + 1)):
         return []
     bounds = [m.start() for m in marks] + [len(text)]
-    return [text[:marks[0].start()]] + [text[marks[i].end():bounds[i + 1]] for i in range(len(marks))]
+    items = [text[marks[i].end():bounds[i + 1]] for i in range(len(marks))]
+    if any(re.search(r"\b[A-Z]{2}\s?\d{4,6}\b", item) for item in items):
+        return []  # a list of flights to choose from, not of questions
+    # the last item ends with its sentence: "(2) What dates work? Finally, which matters most?" asks one more
+    last = re.split(r"(?<=[.?!])\s+", items[-1].strip(), maxsplit=1)
+    return [text[:marks[0].start()]] + items[:-1] + last
 
 
 def dash_ends_statement(text: str) -> str:

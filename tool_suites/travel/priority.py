@@ -80,7 +80,7 @@ class PriorityRules:
                 return True
         # a wish noun, not the verb its stem shares ("your preferences", not "which carrier do you prefer")
         nouns = {w for i, w in enumerate(words) if w in WISH_NOUNS
-                 and not (w == stem("prefer") and i and words[i - 1] in ("you", "i", "we", "do", "would"))}
+                 and not (w == stem("prefer") and i and words[i - 1] in ("you", "i", "we", "do", "would", "d", "ll"))}
         if (cues or musts or ws & FLEXIBLE and ws & FIRM
                 or ws & FLEXIBLE and nouns):
             return True

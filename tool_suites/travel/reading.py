@@ -23,11 +23,12 @@ The rules, in order:
    the one its asking sentences name first; or it proposes to pay for / complete / issue the ticket
    for "the held (reserved) seat" while exactly one hold is active (not to release, cancel or let go
    of it: the verb's object within four words). The flight named is the object. A flight named in a
-   report before another question ("EG55120 is $276. Is that affordable?") is context, and so is how much
-   to pay ("what is the most you are willing to pay?": the budget, whatever flights were named). Tool
-   output quoted before a dash (a JSON list or a ``|`` table, then "— is there an upper limit …?") ends
-   its own sentence, and so does a recap or report before a dash whose question stands alone ("You said
-   your budget is $300 — and which airline?"; not "— what number would break it?", which refers back). When
+   report before another question ("EG55120 is $276. Is that affordable?") is context, and so is a question
+   about an amount ("what is the most you are willing to pay?", "how high are you willing to go?": the
+   budget, whatever flights were named; not "shall we pay for it?"). Tool output quoted before the question
+   (a JSON object or list, a ``|`` table; then a dash, a line break or a capital) ends its own sentence,
+   and so does a recap or report before a dash whose question stands alone ("You said your budget is
+   $300 — and which airline?"; not "— what number would break it?", which refers back). When
    the asking part names no flight, the held seat it speaks of ("the held seat", "the seat I'm holding") is
    the object, else the flight named last before it.
 Only the sentences that end in ``?`` — and, beside them, those that open like a question without ending as a
@@ -83,7 +84,8 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    ``route`` (origin, destination, route — not after a preposition of place: "a car at your
    destination" —, a city of the trip, ``where``/``city``/``airport`` with a verb of travel or after
    ``which``, ``leave from``, ``fly out of``, "departure and arrival cities"; not a city something else
-   is in, "a hotel in Oslo", nor a return trip's cities and dates, "a return flight back to Lisbon").
+   is in, "a hotel in Oslo" (but "are you based in Lisbon?"), nor a return trip's cities and dates, "a return
+   flight back to Lisbon"; a round trip includes the outbound).
    A question offering a service (``notify``, ``reminder``, ``alert``) asks about no slot but events in
    the part of it the offer covers, up to the next ``and``/``or``/``;`` ("notify you if the fare drops?",
    "a reminder before you leave for the airport?"; "remind me of your destination" still asks it, and
@@ -116,32 +118,30 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .confirmation import ConfirmationRules
 from .lexicon import (
-    ACCEPT,
     ADDING,
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
-    ANY_FLIGHT,
     ASSUMING,
     BUDGET,
     BUDGET_PAIRS,
     BUYING,
     CHOICE,
-    COMMIT_WORDS,
     CURRENCIES,
     DISPLAY,
     DOCUMENTS,
+    EVENT_BACK,
     EVENTS,
     EXTRAS,
-    FLIGHT_NOUNS,
+    FLIGHT_ONLY,
     FLYING,
     GIVING,
-    HOLD_ID,
-    HOLD_WORDS,
     HOW_MUCH_NEXT,
     INCLUDES,
     INDIRECT,
+    JUDGING,
     LODGING,
     NOT_FARE_UNITS,
     NOT_SUBJECT,
@@ -177,22 +177,18 @@ from .lexicon import (
 )
 from .phrases import (
     DATE_NOUNS,
-    amount_to_pay,
     contains,
     dash_ends_statement,
     date_cues,
     event_tickets,
     events_named,
     extra_first,
-    holds_still,
     leaves,
-    lets_go,
     located,
     numbered_items,
     ordinal,
     priced_extra,
     return_trip,
-    the_hold,
 )
 from .priority import PriorityRules
 
@@ -215,7 +211,7 @@ def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(" + "|".join(parts) + r")(?![-\d])", re.I) if parts else None
 
 
-class Reader(PriorityRules):
+class Reader(ConfirmationRules, PriorityRules):
     """Reads questions for one traveller: its world's flights, holds, airlines and cities."""
 
     def __init__(self, flights: Iterable[str], holds: dict[str, dict], airlines: Iterable[str] = (),
@@ -229,7 +225,7 @@ class Reader(PriorityRules):
     def read(self, question: str) -> Reading:
         question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
         if "{" in question or "|" in question:
-            question = QUOTED_OUTPUT.sub(". ", question)
+            question = QUOTED_OUTPUT.sub(r"\1. ", question)
         question = dash_ends_statement(question)
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         flight = self._confirmed(question, sentences)
@@ -243,7 +239,8 @@ class Reader(PriorityRules):
                               and not x.rstrip().endswith((".", "!")) or INDIRECT.match(STATED.sub("", x)))
         if not asking:  # no sentence ends in "?": all of it but the well-wishes
             kept = [x for x in sentences if not WELL_WISH.match(x)]
-            asked = [x for x in kept if not REPORT.match(x)]  # "Now I have the route. Budget, airline, date: …"
+            # "Now I have the route. Budget, airline, date: …" (not "I have to confirm your travel dates.")
+            asked = [x for x in kept if not REPORT.match(x) or {"you", stem("your")} & set(stems(x))]
             kept = asked or kept
             if not kept:
                 return Reading("ask", [])
@@ -282,7 +279,7 @@ class Reader(PriorityRules):
                     clause_words = stems(clause)
                     found = self._clause_slots(clause_words, words)
                     if (event and set(found) <= {"dates", "route"} and not {"you", stem("your")} & set(clause_words)
-                            and not QUESTION_START.match(clause)):
+                            and not QUESTION_START.match(clause) and set(clause_words) & EVENT_BACK):
                         continue  # "any events … that might reduce availability around 12 to 13 March?"
                     event = event or "events" in found
                     for s in found:
@@ -303,7 +300,7 @@ class Reader(PriorityRules):
                 named = self._mentions(stems(" ".join(context)))
                 if named:  # "I'll need: • Your budget • Preferred airline • Travel date(s). Could you provide these?"
                     return Reading("ask", sorted(named))
-            if not slots and set(words) & (REFER_BACK | {"one"}) and not set(words) & FLIGHT_NOUNS:
+            if not slots and set(words) & (REFER_BACK | {"one"}) and not set(words) & FLIGHT_ONLY:
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
@@ -351,56 +348,24 @@ class Reader(PriorityRules):
             return slots
         return []
 
-    def _confirmed(self, question: str, sentences: list[str]) -> str | None:
-        # a flight or hold named anywhere is confirmed only by a question that commits (book, pay, ticket,
-        # go ahead …): "EG55120 is $276. Is that affordable?" asks the budget; the one the asking part
-        # names wins ("H2 was released. Shall I book EG55120 instead?")
-        asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
-        asked, whole = stems(asking), stems(question)
-        said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
-        # not how much to pay: "To choose between DW77701 and CL12311 … what is the most you are willing to pay?"
-        commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)}
-        committing = commits or contains(said, ("one", "you", stem("want")))
-        # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
-        if not committing and self._named(asking) is not None and "or" not in said:
-            committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
-        if not committing or holds_still(said) or lets_go(said) and not commits:
-            return None  # "Do you want me to release hold H1 and search again?"
-        # the flight the asking part names; else the held seat it speaks of; else the flight named last before it
-        # ("Your earlier hold on BO45612 was released. The seat I'm holding now is on AS12301. May I book it?")
-        named = self._named(asking)
-        if named is not None:
-            return named
-        held = self._held_seat(whole)
-        if held is not None and the_hold(asked):  # "H2 on BO45612 was released. Shall I pay for the held seat?"
-            return held
-        return self._named(question, last=True) or held
-
-    def _held_seat(self, words: list[str]) -> str | None:
-        """The flight of the one active hold when the question proposes to pay for "the held seat" (not to let
-        it go)."""
-        active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
-        ws = set(words)
-        if len(active) == 1 and ws & HOLD_WORDS and ws & COMMIT_WORDS - HOLD_WORDS and not lets_go(words):
-            return active[0]["flight"]
-        return None
-
-    def _named(self, text: str, last: bool = False) -> str | None:
-        """The flight a text names first (``last``: last): one of the world's, a made-up id, or a hold's."""
-        def found(pattern: re.Pattern[str] | None) -> re.Match[str] | None:
-            matches = list(pattern.finditer(text)) if pattern is not None else []
-            return (matches[-1] if last else matches[0]) if matches else None
-
-        m = found(self._flight)
-        if m:
-            return self.flights[re.sub(r"[\s-]", "", m.group(1)).upper()]
-        m = found(ANY_FLIGHT)
-        if m:
-            return m.group(1)
-        m = found(HOLD_ID)
-        if m and m.group(1).upper() in self.holds:
-            return self.holds[m.group(1).upper()]["flight"]
-        return None
+    def _airline_thing(self, words: list[str]) -> bool:
+        """Whether an airline the words name is a thing's: followed by it ("the Aster Air app", "the airline's
+        policy") or after it and a preposition ("a bag on Borealis", "a number for your preferred airline")."""
+        if not set(words) & AIRLINE_THINGS:
+            return False
+        spans = [(i, i) for i, w in enumerate(words) if w in AIRLINE]
+        spans += [(i, i + len(name) - 1) for name in self._airlines for i in range(len(words) - len(name) + 1)
+                  if tuple(words[i:i + len(name)]) == name]
+        for start, end in spans:
+            if set([w for w in words[end + 1:end + 4] if w != "s"][:2]) & AIRLINE_THINGS:
+                return True
+            j = start - 1
+            while j >= 0 and words[j] in ("the", stem("your"), stem("prefer"), "this", "that", "their", "a"):
+                j -= 1
+            if j >= 1 and words[j] in ("on", "of", "for", "with", "at") and set(words[max(0, j - 3):j]) & (
+                    AIRLINE_THINGS):
+                return True
+        return False
 
     def _clause_slots(self, words: list[str], question: list[str] = ()) -> list[str]:
         """The slots one clause asks; ``question`` is the whole asking text's stems (a payment method or a
@@ -422,9 +387,10 @@ class Reader(PriorityRules):
         how_much = any(a == "how" and b == "much" and (i + 2 < len(words) and words[i + 2] in HOW_MUCH_NEXT or
                                                        i + 2 == len(words))
                        for i, (a, b) in enumerate(zip(words, words[1:])))
+        judged = ws & JUDGING  # "is the price quoted acceptable?", "a higher fare if it included a bag?"
         budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i)
-                       and not set(words[i + 1:i + 2]) & QUOTED}  # "is the price shown per person?"
-        if ws & INCLUDES and ws & EXTRAS:  # "does the Cirrus Lines fare include a checked bag?"
+                       and (judged or not set(words[i + 1:i + 2]) & QUOTED)}  # "is the price shown per person?"
+        if ws & INCLUDES and ws & EXTRAS and not judged:  # "does the Cirrus Lines fare include a checked bag?"
             budget_cues -= {stem("fare"), stem("fares"), stem("price"), stem("prices"), stem("ticket")}
         if whole & PAY_METHODS:
             budget_cues -= PAY_WORDS
@@ -448,12 +414,14 @@ class Reader(PriorityRules):
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
         named = self._names_airline(words)
-        # "your preferred airline" names the choice without asking it ("a frequent flyer number for your preferred
-        # airline?"); "which airline do you prefer?" asks it
-        # "do you want the Aster Air app link?" wants the thing
-        choosing = {w for i, w in enumerate(words) if w in AIRLINE_CHOICE and not (w == stem("want") and ws & AIRLINE_THINGS)
-                    and not (w == stem("prefer") and i and words[i - 1] in (stem("your"), "the"))}
-        if ws & AIRLINE_THINGS and not choosing:  # "the airline's cancellation policy", "Egret Air's meals"
+        # every airline named is a thing's ("the airline's cancellation policy", "the Aster Air app", "a bag on
+        # Borealis", "a frequent flyer number for your preferred airline"): no airline is asked, unless chosen
+        # ("which airline's app do you use?"; not "your preferred airline", nor wanting the thing itself)
+        # an airline that is a thing's is chosen only by "which" ("which airline's app?"; not "does Egret Air's meal
+        # service matter to you?", "do you want the Aster Air app?")
+        choosing = ws & {"which"} if self._airline_thing(words) else ws & AIRLINE_CHOICE
+        things = {w for i, w in enumerate(words) if w in AIRLINE_THINGS and words[i + 1:i + 2] != ["of"]}
+        if things and not choosing:  # not "a number of airlines in mind"
             airline_cues, named = set(), False
         if (airline_cues or named or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
@@ -487,8 +455,10 @@ class Reader(PriorityRules):
         routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
         # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
         elsewhere = ws & (LODGING | WEATHER | EXTRAS) or weather  # "the weather forecast in Oslo for when you arrive?"
+        # "are you based in Lisbon?"
+        home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
         named_city = not out and any(w in self._cities and not (located(words, i) and (
-            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"}))) for i, w in enumerate(words))
+            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home))) for i, w in enumerate(words))
         if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back:
             out.append("route")
         return out

@@ -1,0 +1,82 @@
+"""The reader's confirmation rule (:mod:`.reading`, rule 1): whether a question asks the traveller to approve
+paying for one flight, and which — the flight its asking part names, else the held seat it speaks of, else the
+flight named last before it."""
+
+from __future__ import annotations
+
+import re
+
+from .lexicon import (
+    ACCEPT,
+    AMOUNT_ASKED,
+    ANY_FLIGHT,
+    COMMIT_WORDS,
+    HOLD_ID,
+    HOLD_WORDS,
+    MAY_WE,
+    stem,
+    stems,
+)
+from .phrases import amount_to_pay, contains, holds_still, lets_go, the_hold
+
+
+class ConfirmationRules:
+    """Mixed into :class:`.reading.Reader`: needs the world's flights (``flights``, by normalised id, and the
+    pattern ``_flight`` naming them) and its holds (``holds``)."""
+
+    flights: dict[str, str]
+    holds: dict[str, dict]
+    _flight: re.Pattern[str] | None
+
+    def _confirmed(self, question: str, sentences: list[str]) -> str | None:
+        # a flight or hold named anywhere is confirmed only by a question that commits (book, pay, ticket,
+        # go ahead …): "EG55120 is $276. Is that affordable?" asks the budget; the one the asking part
+        # names wins ("H2 was released. Shall I book EG55120 instead?")
+        asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
+        if AMOUNT_ASKED.search(asking) and not MAY_WE.search(asking):
+            return None  # "To choose between DW77701 and CL12311, how high are you willing to go?"
+        asked, whole = stems(asking), stems(question)
+        said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
+        # not how much to pay: "To choose between DW77701 and CL12311 … what is the most you are willing to pay?"
+        commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)}
+        committing = commits or contains(said, ("one", "you", stem("want")))
+        # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
+        if not committing and self._named(asking) is not None and "or" not in said:
+            committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
+        if not committing or holds_still(said) or lets_go(said) and not commits:
+            return None  # "Do you want me to release hold H1 and search again?"
+        # the flight the asking part names; else the held seat it speaks of; else the flight named last before it
+        # ("Your earlier hold on BO45612 was released. The seat I'm holding now is on AS12301. May I book it?")
+        named = self._named(asking)
+        if named is not None:
+            return named
+        held = self._held_seat(whole)
+        if held is not None and the_hold(asked):  # "H2 on BO45612 was released. Shall I pay for the held seat?"
+            return held
+        return self._named(question, last=True) or held
+
+    def _held_seat(self, words: list[str]) -> str | None:
+        """The flight of the one active hold when the question proposes to pay for "the held seat" (not to let
+        it go)."""
+        active = [h for h in self.holds.values() if h.get("status", "active") == "active"]
+        ws = set(words)
+        if len(active) == 1 and ws & HOLD_WORDS and ws & COMMIT_WORDS - HOLD_WORDS and not lets_go(words):
+            return active[0]["flight"]
+        return None
+
+    def _named(self, text: str, last: bool = False) -> str | None:
+        """The flight a text names first (``last``: last): one of the world's, a made-up id, or a hold's."""
+        def found(pattern: re.Pattern[str] | None) -> re.Match[str] | None:
+            matches = list(pattern.finditer(text)) if pattern is not None else []
+            return (matches[-1] if last else matches[0]) if matches else None
+
+        m = found(self._flight)
+        if m:
+            return self.flights[re.sub(r"[\s-]", "", m.group(1)).upper()]
+        m = found(ANY_FLIGHT)
+        if m:
+            return m.group(1)
+        m = found(HOLD_ID)
+        if m and m.group(1).upper() in self.holds:
+            return self.holds[m.group(1).upper()]["flight"]
+        return None
