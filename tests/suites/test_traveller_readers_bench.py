@@ -34,3 +34,15 @@ def test_the_same_reader_reads_every_question_alike_and_an_older_one_differs(tmp
     old = subprocess.run([sys.executable, "bench/traveller_readers.py", str(run), "--against", "70c924a"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert "1 read differently" in old and "'Is that fair?'" in old and "('events',)" in old
+
+
+def test_a_real_run_is_read_in_its_episodes_own_worlds(tmp_path):
+    import topoeval
+
+    run = topoeval.run_protocol("wiki_to_travel", ["oracle", "random"], tmp_path / "run", tasks=2, progress=False)
+    out = subprocess.run([sys.executable, "bench/traveller_readers.py", str(run.run_dir), "--against", "HEAD"],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    asked = sum(1 for line in (run.run_dir / "episodes.jsonl").read_text().splitlines()
+                for call in json.loads(line)["calls"] or [] if call["name"] == "ask_user")
+    assert asked > 0 and f"{asked} questions" in out and "0 read differently" in out
+    assert "corpus world" not in out  # every episode's world was rebuilt from run.json
