@@ -19,7 +19,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round11": "traveller_questions_round11.tsv",
          "round12": "traveller_questions_round12.tsv", "round13": "traveller_questions_round13.tsv",
          "round14": "traveller_questions_round14.tsv", "round15": "traveller_questions_round15.tsv",
-         "round16": "traveller_questions_round16.tsv", "round17": "traveller_questions_round17.tsv"}
+         "round16": "traveller_questions_round16.tsv", "round17": "traveller_questions_round17.tsv",
+         "round18": "traveller_questions_round18.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -455,6 +456,28 @@ def test_round17_rules_read_what_they_should_and_no_more(question, reading):
      "important to you?", ["priority"]),
 ])
 def test_reviewed_rules_read_what_they_should(question, reading):
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+
+
+@pytest.mark.parametrize("question, reading", [
+    # round 18's rules
+    ("Just to confirm, you're departing from Lisbon and arriving in Oslo?", ["route"]),  # the route, no date
+    ("When are you departing from Lisbon?", ["dates"]),
+    ("Are there festivals in Oslo in March that might push prices up?", ["events"]),  # the event's prices
+    ("Is there a festival that week, and what is your budget?", ["budget", "events"]),
+    ("Which airline do you like, and would you still want it if it meant paying more?", ["airline", "priority"]),
+    ("Your budget wasn't in the message — what's the limit?", ["budget"]),
+    ("I found 4 flights: DW77701 $245, CL12311 $318, EG40200 $289. Which of these do you want?", []),
+    ("Do you know what the weather will be like in Oslo in March?", []),
+    ("Would you like to travel in a month with better weather?", ["dates"]),
+    ("What time would you like to arrive in Oslo?", []),  # a time of day
+    ("What time frame are you looking at?", ["dates"]),
+    ("Got it, Aster Air. Do you have an Aster Air loyalty number?", []),
+])
+def test_round18_rules_read_what_they_should_and_no_more(question, reading):
     t = traveller()
     t.ask(question)
     e = t.events[-1]

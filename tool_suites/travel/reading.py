@@ -108,7 +108,8 @@ traveller well ("I hope your day is going well", "thanks") are not read.
    "your limit" is the budget. The agent's reason after its question ("…, so I can tell whether the $345 fare
    fits?") is not read; "preferred" before a wish ("your preferred airline") names it without choosing. A
    request ending in "." ("Please share your budget.") is asked like a question; "could you provide these?"
-   after a list of the wishes asks them.
+   after a list of the wishes asks them, "which of these do you want?" after a list of flights asks nothing.
+   "What time …?" asks a time of day (not "what time frame"); "departing from Lisbon" states the route.
 4. Nothing matched: the question asks about nothing the traveller knows.
 """
 
@@ -124,6 +125,7 @@ from .lexicon import (
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
+    ANY_FLIGHT,
     ASSUMING,
     BUDGET,
     BUDGET_PAIRS,
@@ -168,6 +170,7 @@ from .lexicon import (
     SWITCH,
     TAG_QUESTION,
     TRADE_NAMED,
+    TRADE_OFF,
     TRAVEL_VERBS,
     WEATHER,
     WELL_WISH,
@@ -278,8 +281,8 @@ class Reader(ConfirmationRules, PriorityRules):
                 for clause in PART.split(part):
                     clause_words = stems(clause)
                     found = self._clause_slots(clause_words, words)
-                    if (event and set(found) <= {"dates", "route"} and not {"you", stem("your")} & set(clause_words)
-                            and not QUESTION_START.match(clause) and set(clause_words) & EVENT_BACK):
+                    if (event and set(found) <= {"dates", "route", "budget"} and not QUESTION_START.match(clause)
+                            and not {"you", stem("your")} & set(clause_words) and set(clause_words) & EVENT_BACK):
                         continue  # "any events … that might reduce availability around 12 to 13 March?"
                     event = event or "events" in found
                     for s in found:
@@ -300,7 +303,9 @@ class Reader(ConfirmationRules, PriorityRules):
                 named = self._mentions(stems(" ".join(context)))
                 if named:  # "I'll need: • Your budget • Preferred airline • Travel date(s). Could you provide these?"
                     return Reading("ask", sorted(named))
-            if not slots and set(words) & (REFER_BACK | {"one"}) and not set(words) & FLIGHT_ONLY:
+            listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
+            if (not slots and set(words) & (REFER_BACK | {"one", stem("limit"), stem("figure")})
+                    and not set(words) & FLIGHT_ONLY and not listed):
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
@@ -328,7 +333,7 @@ class Reader(ConfirmationRules, PriorityRules):
         ``whole``: whether the question as a whole asks the priority."""
         if not (QUESTION_START.match(asking) or INDIRECT.match(asking)):  # "Please let me know your budget, and …"
             return []
-        cues = PRIORITY | CHOICE | SWITCH | {stem("prefer")}
+        cues = PRIORITY | CHOICE | SWITCH | TRADE_OFF | {stem("prefer")}  # "would you still want it if …?"
         # the last split first: "Which airline do you prefer, and which days can you fly? And if the two conflict,
         # which should win?" asks both slots before the priority
         for m in reversed(list(re.finditer(r"\band\b|;|\?|\.(?=\s)", asking, re.I))):
@@ -427,6 +432,9 @@ class Reader(ConfirmationRules, PriorityRules):
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
                 or "whose" in ws and ws & PLANES):
             out.append("airline")
+        if (any(a in ("what", "which") and b == stem("time") and c not in (stem("frame"), stem("window"))
+                for a, b, c in zip(words, words[1:], [*words[2:], ""])) and not ws & DATE_NOUNS):
+            return out  # "What time would you like to arrive in Oslo?": a time of day, which the traveller has not
         # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
                          and words[i + 1] == "from" and (i + 2 == len(words) or words[i + 2] not in self._cities)
@@ -439,12 +447,16 @@ class Reader(ConfirmationRules, PriorityRules):
         month_may = any(b == "may" and a in ("in", "of", "earli", "late", "mid") or a == "may" and b.isdigit()
                         for a, b in pairs)
         dated = date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or ordinal(words) or (
-            leaves(words) and not leave_from)
+            leaves(words) and not leave_from and not any(  # "you're departing from Lisbon …?" states the route
+                w in (stem("leave"), stem("depart")) and words[i + 1:i + 2] == ["from"] for i, w in enumerate(words)))
         # "an event you're timing this trip around" (not "what timing works best, and any events?")
         timing = date_cues(words) == {"timing"} and whole & EVENTS and not ws & {"what", "which", "when"}
         # not "is your passport valid for six months?", "a check-in date for the room", "the weather on arrival day"
         back = return_trip(words)  # "a return flight from Oslo back to Lisbon?" is another journey
-        weather = ws & WEATHER or stem("weather") in ws and ws & SEARCHING  # "check the weather for your dates?"
+        # "check the weather for your dates?", "what the weather will be like in March?" (not "a month with better
+        # weather")
+        weather = ws & WEATHER or stem("weather") in ws and (ws & SEARCHING or stem("like") in ws
+                                                              and ws & {"what", "how"})
         if dated and not birth and not ws & (DOCUMENTS | LODGING) and not weather and not timing and not back:
             out.append("dates")
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
