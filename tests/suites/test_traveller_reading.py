@@ -57,6 +57,14 @@ def traveller():
     return Traveller(truth, [], holds, flights)
 
 
+def reading_of(question: str):
+    """The flight a question confirms, or the sorted slots it asks (the corpus traveller's reading)."""
+    t = traveller()
+    t.ask(question)
+    e = t.events[-1]
+    return e["object"] if e["type"] == "confirm" else sorted(e["slots"])
+
+
 def read(t, label: str, question: str) -> bool:
     t.ask(question)
     e = t.events[-1]
@@ -234,10 +242,7 @@ def test_round11_rules_leave_alone_what_they_should(question, slots):
     ("Do you want me to add a checked bag?", []),
 ])
 def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -276,10 +281,7 @@ def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits
     ("Which airline's loyalty programme are you in?", ["airline"]),
 ])
 def test_round13_rules_read_what_they_should_and_no_more(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -315,10 +317,7 @@ def test_round13_rules_read_what_they_should_and_no_more(question, reading):
      ["events"]),
 ])
 def test_round14_rules_read_what_they_should_and_no_more(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -356,10 +355,7 @@ def test_round14_rules_read_what_they_should_and_no_more(question, reading):
     ("DW77701 is $212. Shall I hold and book it?", "DW77701"),
 ])
 def test_round15_rules_read_what_they_should_and_no_more(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -385,10 +381,7 @@ def test_round15_rules_read_what_they_should_and_no_more(question, reading):
     ("Would you like me to add priority boarding for $15?", []),
 ])
 def test_round16_rules_read_what_they_should_and_no_more(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -413,10 +406,7 @@ def test_round16_rules_read_what_they_should_and_no_more(question, reading):
     ("AS12301 is over your budget, while DW77701 is on another airline. Which would you take?", ["priority"]),
 ])
 def test_round17_rules_read_what_they_should_and_no_more(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -456,10 +446,7 @@ def test_round17_rules_read_what_they_should_and_no_more(question, reading):
      "important to you?", ["priority"]),
 ])
 def test_reviewed_rules_read_what_they_should(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -478,10 +465,7 @@ def test_reviewed_rules_read_what_they_should(question, reading):
     ("Got it, Aster Air. Do you have an Aster Air loyalty number?", []),
 ])
 def test_round18_rules_read_what_they_should_and_no_more(question, reading):
-    t = traveller()
-    t.ask(question)
-    e = t.events[-1]
-    assert (e["object"] if e["type"] == "confirm" else sorted(e["slots"])) == reading
+    assert reading_of(question) == reading
 
 
 def test_every_event_of_the_travel_world_is_read_as_an_event_by_its_name():
