@@ -177,3 +177,29 @@ def test_the_cache_salt_keeps_to_what_changes_a_reply():
     other_limits = {**base, "settings": {**base["settings"], "max_turns": 6, "shots": [0, 1]}}
     prompt_mode = {**base, "settings": {**base["settings"], "tool_mode": "prompt"}}
     assert cache_salt(base, "m") == cache_salt(other_limits, "m") != cache_salt(prompt_mode, "m")
+
+
+def test_a_suites_behaviour_version_is_part_of_the_identity(tmp_path, monkeypatch):
+    """A travel run folder made under another reader of the traveller's questions is refused by name (and the
+    run id, a digest of the identity, differs): no run mixes episodes two readers answered."""
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    travel = type(SuiteRegistry().get("travel"))
+    version = travel.behaviour_version(None)
+    assert version.startswith("traveller-")
+    out = tmp_path / "run"
+    topoeval.run_protocol("wiki_to_travel", ["oracle"], out, tasks=1, progress=False)
+    identity = json.loads((out / "run.json").read_text())["identity"]
+    assert identity["settings"]["suite_versions"] == {"travel": version}
+    monkeypatch.setattr(travel, "behaviour_version", lambda self: "traveller-0")
+    with pytest.raises(UserError, match="suite_versions"):
+        topoeval.run_protocol("wiki_to_travel", ["oracle"], out, tasks=1, progress=False)
+
+
+def test_suites_without_a_behaviour_version_keep_their_identity(echo_protocol, fixture_suites):
+    """The default (None) adds nothing to the settings, so runs of such suites keep their run ids."""
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    protocol = topoeval.load_protocol(echo_protocol(n=1), SuiteRegistry([fixture_suites]))
+    identity = run_config.run_identity(RunConfig(protocol=protocol, models=["oracle"]), protocol, "p", "t", [], {})
+    assert "suite_versions" not in identity["settings"]

@@ -497,3 +497,22 @@ def test_a_made_up_flight_is_refused_and_a_second_active_hold_makes_the_held_sea
     t.reader.holds["H3"] = {"flight": "DW77701", "status": "active", "created": 3}
     t.ask("Shall I pay for the held seat?")
     assert t.events[-1]["type"] == "ask"  # two seats held: which one? Not a confirmation
+
+
+#: sha256 of the traveller's readings of the whole corpus (the files above, in order) under each READER_VERSION
+READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd03993879"}
+
+
+def test_a_change_in_the_readings_comes_with_a_new_reader_version():
+    """The reader's version is in every travel run's identity (a folder made under another is not resumed);
+    this fails when a reading changes without it."""
+    import hashlib
+    import json
+    from importlib import import_module
+
+    version = import_module(Traveller.__module__).READER_VERSION
+    readings = [(question, reading_of(question)) for _, _, question in corpus()]
+    digest = hashlib.sha256(json.dumps(readings, ensure_ascii=False).encode()).hexdigest()
+    assert READINGS_DIGEST.get(version) == digest, (
+        f"the traveller reads the corpus differently than READER_VERSION {version} did: bump READER_VERSION in "
+        f"tool_suites/travel/user.py and record {digest} for it here (only the corpus grew: record the digest)")

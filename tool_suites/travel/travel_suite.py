@@ -26,6 +26,7 @@ from topoeval.policies.oracle import next_calls
 
 from . import generator, tasks
 from .oracle import active_holds, plan, refused, resolve_hold
+from .user import READER_VERSION
 from .world import TravelWorld
 
 Family = Literal["full", "underspecified", "tradeoff", "events", "flexible"]
@@ -116,6 +117,11 @@ SYSTEM_PROMPT = system_prompt(TravelParams())
 
 class TravelSuite(Suite[TravelParams]):
     Params = TravelParams
+
+    def behaviour_version(self) -> str:
+        """The deterministic traveller's reader (:data:`.user.READER_VERSION`): a change to how it reads a
+        question changes the episodes of every travel run."""
+        return f"traveller-{READER_VERSION}"
 
     def system_prompt(self, params: TravelParams) -> str:
         return system_prompt(params)

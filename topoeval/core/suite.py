@@ -343,6 +343,13 @@ class Suite(ABC, Generic[ParamsT]):
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """The next message of a reference policy that knows the ground truth."""
 
+    def behaviour_version(self) -> str | None:
+        """A version of the suite's code that decides episodes beyond its tasks' data (a simulated user's
+        reading of questions, say), or None. Part of the identity of every run over the suite: a run folder
+        made under another version is not resumed, so no run mixes episodes of two versions. Bump it with
+        any change there. Default None (nothing beyond the task data, and run ids stay as they were)."""
+        return None
+
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, no spaces) for hashing."""

@@ -166,9 +166,14 @@ def model_identity(policy: Policy) -> dict[str, Any]:
 
 
 def run_identity(config: RunConfig, protocol: Protocol, p_hash: str, t_hash: str,
-                 policies: list[Policy]) -> dict[str, Any]:
-    """The run's identity (module docstring): run.json's ``identity``, hashed into the run id."""
-    return {"protocol_sha256": p_hash, "task_set_sha256": t_hash, "settings": config.settings(protocol),
+                 policies: list[Policy], suite_versions: dict[str, str] | None = None) -> dict[str, Any]:
+    """The run's identity (module docstring): run.json's ``identity``, hashed into the run id.
+    ``suite_versions``: the :meth:`~topoeval.core.suite.Suite.behaviour_version` of each suite the run uses
+    that has one (none: the settings as before, so those runs keep their ids)."""
+    settings = config.settings(protocol)
+    if suite_versions:
+        settings["suite_versions"] = dict(sorted(suite_versions.items()))
+    return {"protocol_sha256": p_hash, "task_set_sha256": t_hash, "settings": settings,
             "models": {p.name: model_identity(p) for p in policies}}
 
 

@@ -141,7 +141,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         for t in topologies
     }
     p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
-    identity = run_identity(config, protocol, p_hash, t_hash, policies)
+    versions = {t.suite.name: v for t in topologies if (v := t.suite.behaviour_version()) is not None}
+    identity = run_identity(config, protocol, p_hash, t_hash, policies, versions)
     run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, identity, k)
     _check_run_json(run_dir / RUN_JSON, identity)
     # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again

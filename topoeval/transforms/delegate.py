@@ -15,7 +15,7 @@ from topoeval.core.suite import Split, Suite, SuiteManifest, Task, ToolSpec, Top
 
 #: The suite contract a delegating suite forwards to its inner suite (a test keeps it whole).
 FORWARDED = ("parse_params", "task_problems", "tools_for", "topology_for", "system_prompt", "expand_calls",
-             "generate", "tasks", "pool_size", "make_world", "score", "oracle")
+             "generate", "tasks", "pool_size", "make_world", "score", "oracle", "behaviour_version")
 
 
 class DelegatingSuite(Suite[Any]):
@@ -67,3 +67,6 @@ class DelegatingSuite(Suite[Any]):
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         return self.inner.oracle(task, messages, variant)
+
+    def behaviour_version(self) -> str | None:
+        return self.inner.behaviour_version()
