@@ -116,3 +116,19 @@ def test_sweeps_only_rewrites_the_cards_sweep_section_and_keeps_the_rest(tmp_pat
     assert "the new table" in (tmp_path / "README.md").read_text()
     assert not (tmp_path / "leaderboard").exists()  # no model run
     assert "skipped" in capsys.readouterr().out
+
+
+def test_help_and_unknown_arguments_stop_before_anything_runs(monkeypatch, capsys):
+    """`python -m topoeval.publish.leaderboard --help` once started the whole leaderboard (the argument was
+    ignored); now it prints the usage, and an unknown argument is refused, before anything runs."""
+    ran = []
+    monkeypatch.setattr(leaderboard, "main", lambda **kw: ran.append(kw))
+    for argv, code in ((["--help"], 0), (["--sweeps_only"], 2)):
+        with pytest.raises(SystemExit) as stop:
+            leaderboard.cli(argv)
+        assert stop.value.code == code
+    out = capsys.readouterr()
+    assert "--sweeps-only" in out.out and "unrecognized arguments: --sweeps_only" in out.err
+    assert ran == []
+    leaderboard.cli(["--sweeps-only"])
+    assert ran == [{"out": leaderboard.Path("results"), "sweeps_only": True}]

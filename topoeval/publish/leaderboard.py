@@ -227,5 +227,19 @@ def results_readme(card: str) -> str:
     )
 
 
+def cli(argv: list[str] | None = None) -> None:
+    """``python -m topoeval.publish.leaderboard [--sweeps-only] [--out DIR]``: an unknown argument (or
+    ``--help``) stops before anything runs, never starts the hour of model runs by mistake."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m topoeval.publish.leaderboard",
+                                     description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sweeps-only", action="store_true",
+                        help="run the transfer-over-training sweeps alone and rewrite the card's section on them")
+    parser.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: results)")
+    args = parser.parse_args(argv)
+    main(out=args.out, sweeps_only=args.sweeps_only)
+
+
 if __name__ == "__main__":
-    main(sweeps_only="--sweeps-only" in sys.argv[1:])
+    cli()
