@@ -164,6 +164,7 @@ PRIORITY_PAIRS = {(stem(a), stem(b)) for a, b in (
     ("value", "more"), ("value", "most"), ("hard", "requirement"),
     ("hard", "constraint"), ("about", "most"), ("must", "give"), ("should", "give"), ("can", "give"),
     ("mind", "least"), ("mind", "most"), ("in", "exchange"), ("in", "return"), ("push", "comes"),
+    ("want", "most"), ("like", "most"),
 )}
 #: two-word compounds whose meaning is not their words' (a trade fair is an event, priority boarding a
 #: service, a budget carrier an airline, paying by card a method, a departure city the origin)
@@ -225,8 +226,10 @@ TRADE_OFF = _cue("still", "different", "another", "instead")
 #: "important" with one wish and no comparison asks that wish, not the ranking
 IMPORTANT = _cue("important", "importance")
 COMPARATIVE = _cue("more", "most", "less", "least", "than", "over", "versus", "vs")
-#: pairs that say a wish is a must: with one wish named they ask that wish ("what date do you absolutely need?")
-MUST_PAIRS = {(stem(a), stem(b)) for a, b in (("absolutely", "need"), ("must", "have"), ("need", "most"))}
+#: pairs that say a wish is a must or wanted most: with one wish named they ask that wish ("what date do you
+#: absolutely need?", "which airline do you want most?"), with none or two the priority
+MUST_PAIRS = {(stem(a), stem(b)) for a, b in (("absolutely", "need"), ("must", "have"), ("need", "most"),
+                                              ("want", "most"), ("like", "most"))}
 #: luggage: "how much does your bag weigh?" weighs a bag, not the wishes
 LUGGAGE = _cue("bag", "bags", "luggage", "baggage", "suitcase", "suitcases", "kg", "kilos")
 #: verbs of letting a wish go: with "which"/"what" the question asks which wish ranks lowest
@@ -245,6 +248,8 @@ TRADE_NAMED = _cue("over", "while", "whereas", "however", "cheapest", "best", "b
                    "higher", "pricier", "worse")
 #: words by which a clause after an event's gives the event's own dates or place ("… that might reduce
 #: availability around 12 to 13 March", "whose dates I should take into account"; not "and the travel dates?")
+#: a clause after an event asking about the event itself ("…, or is it a different week?")
+EVENT_SUBJECT = re.compile(r"\W*(?:is|was|does|will)\s+(?:it|that|this)\b", re.I)
 EVENT_BACK = _cue("it", "its", "whose", "their", "that", "which", "around", "during", "then", "only", "first", "last",
                   "them")
 #: the flights themselves: "which of these flights do you want?" refers back to no wish ("for this trip" may)

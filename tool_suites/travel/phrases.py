@@ -145,8 +145,10 @@ def adjectival_prefer(words: list[str]) -> list[str]:
     if prefer not in words:
         return words
     wishes = AIRLINE | DATES | FLIGHT_NOUNS | {stem("carrier"), stem("option"), "one"}
+    compound = {stem("travel"), stem("departure")}  # "your preferred travel date"
     return [f"{w}:adj" if w == prefer and 0 < i < len(words) - 1 and words[i - 1] in ADJ_BEFORE
-            and words[i + 1] in wishes else w for i, w in enumerate(words)]
+            and (words[i + 1] in wishes or words[i + 1] in compound and words[i + 2:i + 3]
+                 and words[i + 2] in wishes) else w for i, w in enumerate(words)]
 
 
 def the_hold(words: list[str]) -> bool:

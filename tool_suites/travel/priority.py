@@ -108,6 +108,10 @@ class PriorityRules:
                    and set(words[i + 2:i + 5]) & BUDGET for i, w in enumerate(words))
         if over and len(self._mentions(words)) >= 2:
             return True  # "would you accept going over your budget in order to fly on your preferred date?"
+        # "a flight about $40 over your budget if it is on your preferred date?": the fare over the limit, for another
+        beyond = any(w in ("over", "abov", "beyond") and set(words[i + 1:i + 4]) & BUDGET for i, w in enumerate(words))
+        if beyond and "if" in ws and self._mentions(words[words.index("if") + 1:]) - {"budget"}:
+            return True
         weighing = {stem("matter"), stem("strict"), stem("firm"), stem("flexible")} | WISH_NOUNS | IMPORTANT
         if ws & weighing and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
             return True  # "how much does the date matter compared with price?"

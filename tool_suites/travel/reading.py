@@ -135,6 +135,7 @@ from .lexicon import (
     DISPLAY,
     DOCUMENTS,
     EVENT_BACK,
+    EVENT_SUBJECT,
     EVENTS,
     EXTRAS,
     FLIGHT_ONLY,
@@ -281,7 +282,9 @@ class Reader(ConfirmationRules, PriorityRules):
                 for clause in PART.split(part):
                     clause_words = stems(clause)
                     found = self._clause_slots(clause_words, words)
-                    if (event and set(found) <= {"dates", "route", "budget"} and not QUESTION_START.match(clause)
+                    # (a question whose subject is the event: "is the Lantern Week …, or is it a different week?")
+                    if (event and set(found) <= {"dates", "route", "budget"}
+                            and (not QUESTION_START.match(clause) or EVENT_SUBJECT.match(clause))
                             and not {"you", stem("your")} & set(clause_words) and set(clause_words) & EVENT_BACK):
                         continue  # "any events … that might reduce availability around 12 to 13 March?"
                     event = event or "events" in found
@@ -342,7 +345,7 @@ class Reader(ConfirmationRules, PriorityRules):
             # each side a question of its own: the head about "you", the rest opening like a question
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
                     or not {"you", stem("your")} & set(head_words) or set(head_words) & NOTIFY
-                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?if\b", rest, re.I))):
+                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I))):
                 continue
             # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
             if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
