@@ -246,10 +246,10 @@ QUANTIFIERS = _cue("both", "either", "each", "all", "every")
 #: which?"); a plain list of flights and "which one would you like?" names none
 TRADE_NAMED = _cue("over", "while", "whereas", "however", "cheapest", "best", "better", "earlier", "later", "lower",
                    "higher", "pricier", "worse")
-#: words by which a clause after an event's gives the event's own dates or place ("… that might reduce
-#: availability around 12 to 13 March", "whose dates I should take into account"; not "and the travel dates?")
 #: a clause after an event asking about the event itself ("…, or is it a different week?")
 EVENT_SUBJECT = re.compile(r"\W*(?:is|was|does|will)\s+(?:it|that|this)\b", re.I)
+#: words by which a clause after an event's gives the event's own dates or place ("… that might reduce
+#: availability around 12 to 13 March", "whose dates I should take into account"; not "and the travel dates?")
 EVENT_BACK = _cue("it", "its", "whose", "their", "that", "which", "around", "during", "then", "only", "first", "last",
                   "them")
 #: the flights themselves: "which of these flights do you want?" refers back to no wish ("for this trip" may)
