@@ -8,6 +8,7 @@ import re
 
 from .lexicon import (
     ACCEPT,
+    AIRLINE,
     AMOUNT_ASKED,
     ANY_FLIGHT,
     COMMIT_WORDS,
@@ -17,7 +18,7 @@ from .lexicon import (
     stem,
     stems,
 )
-from .phrases import amount_to_pay, contains, holds_still, lets_go, the_hold
+from .phrases import amount_to_pay, contains, holds_still, lets_go, paid_for_a_wish, the_hold
 
 
 class ConfirmationRules:
@@ -38,7 +39,9 @@ class ConfirmationRules:
         asked, whole = stems(asking), stems(question)
         said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
         # not how much to pay: "To choose between DW77701 and CL12311 … what is the most you are willing to pay?"
-        commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)}
+        # nor an amount paid for a wish: "Would you pay $340 to fly Borealis, or go with a cheaper airline?"
+        commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)
+                   and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)}
         committing = commits or contains(said, ("one", "you", stem("want")))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said:
@@ -54,6 +57,14 @@ class ConfirmationRules:
         if held is not None and the_hold(asked):  # "H2 on BO45612 was released. Shall I pay for the held seat?"
             return held
         return self._named(question, last=True) or held
+
+    def _goes_with_a_kind(self, words: list[str], i: int) -> bool:
+        """Whether ``words[i]`` is "go with" a kind of flight rather than one flight ("or go with a cheaper
+        airline?", "go with another carrier"): a choice to weigh, not a booking to approve."""
+        if words[i] != "go" or words[i + 1:i + 2] != ["with"]:
+            return False
+        rest = [w for w in words[i + 2:i + 4] if w not in ("a", "an", "the")]
+        return bool(rest) and rest[0] in AIRLINE | {stem("another"), stem("cheaper"), stem("different"), stem("other")}
 
     def _held_seat(self, words: list[str]) -> str | None:
         """The flight of the one active hold when the question proposes to pay for "the held seat" (not to let

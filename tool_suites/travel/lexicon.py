@@ -37,10 +37,15 @@ INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\
                       r"(?:let me know|tell me|share|provide|give me|send me|confirm))\s+"
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
+#: a request for a list of details ("Please provide the following details: travel date, budget, …"): it asks the
+#: traveller, though it names no "you"
+DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?(?:provide|share|give me|"
+                             r"send me|tell me|list)\s+(?:me\s+)?(?:the\s+following|these|a\s+few|some|the)?\s*"
+                             r"(?:details|information|info)\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
 STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
-                    r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!]*|"
+                    r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
                     r"(?:before|while|once|after|so that)\s+(?:i|we)\b(?:[^,.?!:;\u2014\u2013-]|\b-\b)*)[,:]", re.I)
 #: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
@@ -312,6 +317,11 @@ AMOUNT_ASKED = re.compile(r"\bhow\s+(?:much|high)\b|\bthe\s+(?:most|maximum|max|
 MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s+want\s+me\b", re.I)
 #: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
 AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")
+#: an extra amount paid for a wish, between "pay" and its purpose ("pay $40 more to fly on your date")
+EXTRA_PAID = _cue("$", "€", "£", "usd", "eur", "dollars", "euros", "a", "bit", "little", "more", "extra", "about",
+                  "around", "roughly")
+#: what an extra amount is paid to do ("pay $340 to fly Borealis", "pay more to keep the date")
+PAID_FOR = _cue("keep", "get", "stay", "have", "fly", "travel", "leave", "depart")
 #: words that accept a named flight ("Is BO45612 at $320 fine with you?", "Is that okay?")
 ACCEPT = _cue("fine", "ok", "okay", "alright", "happy", "agree")
 #: verbs that add an extra to a booking ("do you want to add a checked bag?")

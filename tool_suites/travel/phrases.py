@@ -14,12 +14,14 @@ from .lexicon import (
     DURATION,
     EVENT_TICKETS,
     EVENTS,
+    EXTRA_PAID,
     EXTRAS,
     FLIGHT_NOUNS,
     HOLD_WORDS,
     LOCATIVE,
     NUMBER_WORDS,
     NUMBERED,
+    PAID_FOR,
     QUANTIFIERS,
     QUESTION_START,
     RELEASE,
@@ -175,6 +177,18 @@ def amount_to_pay(words: list[str], i: int) -> bool:
     if words[max(0, i - 2):i] == ["me", "to"]:
         return False  # "do you want me to pay …?"
     return bool(set(words[max(0, i - 6):i]) & AMOUNT_WORDS)
+
+
+def paid_for_a_wish(words: list[str], i: int) -> bool:
+    """Whether ``words[i]``, a verb of paying, pays an amount for a wish — "would you pay $340 to fly Borealis?",
+    "pay $40 more to fly on your date?" (a trade-off to weigh, not a payment to approve; not "shall I pay $280
+    for AS12301?")."""
+    if words[i] != stem("pay") or i and words[i - 1] in ("i", "we") or words[max(0, i - 2):i] == ["me", "to"]:
+        return False
+    j = i + 1
+    while j < min(len(words), i + 6) and (words[j] in EXTRA_PAID or words[j].isdigit()):
+        j += 1
+    return j > i + 1 and words[j:j + 1] == ["to"] and bool(set(words[j + 1:j + 2]) & PAID_FOR)
 
 
 def contains(words: list[str], seq: tuple[str, ...]) -> bool:

@@ -35,7 +35,7 @@ from .lexicon import (
     WISH_NOUNS,
     stem,
 )
-from .phrases import adjectival_prefer, contains, leaves, ordinal
+from .phrases import adjectival_prefer, contains, leaves, ordinal, paid_for_a_wish
 
 
 class PriorityRules:
@@ -47,7 +47,10 @@ class PriorityRules:
     def _mentions(self, words: list[str]) -> set[str]:
         """The wishes a stretch of text names (for ``rather X or Y``)."""
         dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words) or ordinal(words)
-        return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues} | (
+        # paying more names the budget: "keep the airline and pay a bit more, or save money with another carrier?"
+        more = any(w == stem("pay") and set(words[i + 1:i + 5]) & {"more", "extra"} for i, w in enumerate(words))
+        return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues or s == "budget"
+                and more} | (
             {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
 
     def _about_priority(self, words: list[str]) -> bool:
@@ -104,6 +107,10 @@ class PriorityRules:
                 left, right = self._mentions(words[:i]), self._mentions(words[i + 2:])
                 if left and right and left != right:
                     return True
+        # an amount paid for another wish: "Would you be willing to pay $40 more to fly on your preferred date?"
+        if any(paid_for_a_wish(words, i) and self._mentions(words[words.index("to", i) + 1:]) - {"budget"}
+               for i in range(len(words))):
+            return True
         over = any(w in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]
                    and set(words[i + 2:i + 5]) & BUDGET for i, w in enumerate(words))
         if over and len(self._mentions(words)) >= 2:

@@ -132,6 +132,7 @@ from .lexicon import (
     BUYING,
     CHOICE,
     CURRENCIES,
+    DETAILS_REQUEST,
     DISPLAY,
     DOCUMENTS,
     EVENT_BACK,
@@ -334,7 +335,8 @@ class Reader(ConfirmationRules, PriorityRules):
         """The slots of a question that asks them first and then the priority, each on its own ("Are you
         flexible on the date, and would you rather move it than pay more?"); [] for any other question.
         ``whole``: whether the question as a whole asks the priority."""
-        if not (QUESTION_START.match(asking) or INDIRECT.match(asking)):  # "Please let me know your budget, and …"
+        request = DETAILS_REQUEST.match(asking)  # "Please provide the following details: travel date, budget, and …"
+        if not (QUESTION_START.match(asking) or INDIRECT.match(asking) or request):  # "Please let me know your budget, and …"
             return []
         cues = PRIORITY | CHOICE | SWITCH | TRADE_OFF | {stem("prefer")}  # "would you still want it if …?"
         # the last split first: "Which airline do you prefer, and which days can you fly? And if the two conflict,
@@ -344,7 +346,7 @@ class Reader(ConfirmationRules, PriorityRules):
             head_words, rest_words = stems(head), stems(rest)
             # each side a question of its own: the head about "you", the rest opening like a question
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
-                    or not {"you", stem("your")} & set(head_words) or set(head_words) & NOTIFY
+                    or not ({"you", stem("your")} & set(head_words) or request) or set(head_words) & NOTIFY
                     or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I))):
                 continue
             # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
@@ -436,7 +438,8 @@ class Reader(ConfirmationRules, PriorityRules):
                 or "whose" in ws and ws & PLANES):
             out.append("airline")
         if (any(a in ("what", "which") and b == stem("time") and c not in (stem("frame"), stem("window"))
-                for a, b, c in zip(words, words[1:], [*words[2:], ""])) and not ws & DATE_NOUNS):
+                for a, b, c in zip(words, words[1:], [*words[2:], ""]))
+                and not ws & DATE_NOUNS - ({stem("day")} if contains(words, (stem("time"), "of", stem("day"))) else set())):
             return out  # "What time would you like to arrive in Oslo?": a time of day, which the traveller has not
         # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
