@@ -15,6 +15,7 @@ from .lexicon import (
     HOLD_ID,
     HOLD_WORDS,
     MAY_WE,
+    OTHER_ACTS,
     stem,
     stems,
 )
@@ -44,7 +45,10 @@ class ConfirmationRules:
                    and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)}
         committing = commits or contains(said, ("one", "you", stem("want")))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
-        if not committing and self._named(asking) is not None and "or" not in said:
+        # (not a request to do something else with it: "Do you want me to keep hold H1 active while I check?")
+        other_act = any(w == stem("want") and said[i + 1:i + 3] in (["me", "to"], ["us", "to"])
+                        and set(said[i + 3:i + 4]) & OTHER_ACTS for i, w in enumerate(said))
+        if not committing and self._named(asking) is not None and "or" not in said and not other_act:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
         if not committing or holds_still(said) or lets_go(said) and not commits:
             return None  # "Do you want me to release hold H1 and search again?"

@@ -37,13 +37,15 @@ INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\
                       r"(?:let me know|tell me|share|provide|give me|send me|confirm))\s+"
                       r"(?:what|which|when|where|how|who|whether|if|your)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
+#: pictographs and emoji ("Great! ✈️ Could you tell me …"): no slot's meaning, and they hide a sentence's opening
+EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]+")
 #: a request for a list of details ("Please provide the following details: travel date, budget, …"): it asks the
 #: traveller, though it names no "you"
 DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?(?:provide|share|give me|"
                              r"send me|tell me|list)\s+(?:me\s+)?(?:the\s+following|these|a\s+few|some|the)?\s*"
                              r"(?:details|information|info)\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
-STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?(?:(?:since(?!\s+when)|given that|now that|seeing that|seeing as|"
+STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?(?:(?:since(?!\s+when)|given(?:\s+that|(?=\s+(?:your|the)\b))|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
                     r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
@@ -215,6 +217,8 @@ FLIGHT_NOUNS = _cue("flight", "flights", "ticket", "tickets", "fare", "fares", "
 EXTRAS = _cue("parking", "bag", "bags", "baggage", "luggage", "insurance", "upgrade", "upgrades", "lounge", "wifi",
               "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours", "refund",
               "refunds", "cancellation", "allowance", "service", "services", "boarding")
+#: a seat and its kinds: a thing the question's own "it" may stand for ("a seat with extra legroom if it is free?")
+SEATING = _cue("seat", "seats", "legroom", "aisle", "window")
 #: a city event's tickets to buy: an offer of a service, not a question about the trip's purpose
 EVENT_TICKETS = _cue("ticket", "tickets", "pass", "passes", "admission", "entry")
 BUYING = _cue("buy", "purchase", "book", "order", "reserve")
@@ -253,6 +257,8 @@ TRADE_NAMED = _cue("over", "while", "whereas", "however", "cheapest", "best", "b
                    "higher", "pricier", "worse")
 #: a clause after an event asking about the event itself ("…, or is it a different week?")
 EVENT_SUBJECT = re.compile(r"\W*(?:is|was|does|will)\s+(?:it|that|this)\b", re.I)
+#: a short heading before a colon and the question under it ("Lantern Week: what are the start and end dates?")
+EVENT_HEADING = re.compile(r"\s*([^:?!.]{1,60}):\s*(\S.*)", re.S)
 #: words by which a clause after an event's gives the event's own dates or place ("… that might reduce
 #: availability around 12 to 13 March", "whose dates I should take into account"; not "and the travel dates?")
 EVENT_BACK = _cue("it", "its", "whose", "their", "that", "which", "around", "during", "then", "only", "first", "last",
@@ -269,7 +275,11 @@ PURPOSE = _cue("keep", "get", "stay", "save", "have")
 #: "would you go over it for a better date?": one wish given up for a better another
 BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")
 #: the agent's reason after its question ("… so I can tell whether the $345 Aster Air fare fits?"): not read
-PURPOSE_CLAUSE = re.compile(r",?\s+so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)\b[^.?!]*", re.I)
+#: (and what it will do meanwhile: "… keep hold H1 active while I check more dates?")
+PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)|(?:while|whilst)\s+(?:i|we))\b"
+                            r"[^.?!]*", re.I)
+#: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
+OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
 REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")

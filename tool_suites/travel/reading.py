@@ -135,7 +135,9 @@ from .lexicon import (
     DETAILS_REQUEST,
     DISPLAY,
     DOCUMENTS,
+    EMOJI,
     EVENT_BACK,
+    EVENT_HEADING,
     EVENT_SUBJECT,
     EVENTS,
     EXTRAS,
@@ -167,6 +169,7 @@ from .lexicon import (
     ROUTE,
     ROUTE_PAIR,
     SEARCHING,
+    SEATING,
     SENTENCE,
     STATED,
     SWITCH,
@@ -229,6 +232,7 @@ class Reader(ConfirmationRules, PriorityRules):
 
     def read(self, question: str) -> Reading:
         question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
+        question = EMOJI.sub("", question)
         if "{" in question or "|" in question:
             question = QUOTED_OUTPUT.sub(r"\1. ", question)
         question = dash_ends_statement(question)
@@ -273,6 +277,11 @@ class Reader(ConfirmationRules, PriorityRules):
                 return Reading("ask", listed)
         if about_priority or any(self._switched(stems(x)) for x in SENTENCE.split(asking)):
             return Reading("ask", ["priority"])
+        heading = EVENT_HEADING.match(asking)  # "Lantern Week: what are the start and end dates?" asks the event's
+        if heading and self._clause_slots(stems(heading.group(1)), words) == ["events"]:
+            rest = stems(heading.group(2))
+            if not {"you", stem("your")} & set(rest) and set(self._clause_slots(rest, words)) <= {"dates", "events"}:
+                return Reading("ask", ["events"])
         slots: list[str] = []
         for sentence in SENTENCE.split(asking):
             event = False  # an event named earlier in the sentence: its dates and place are the event's
@@ -309,7 +318,7 @@ class Reader(ConfirmationRules, PriorityRules):
                     return Reading("ask", sorted(named))
             listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
             if (not slots and set(words) & (REFER_BACK | {"one", stem("limit"), stem("figure")})
-                    and not set(words) & FLIGHT_ONLY and not listed):
+                    and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed):  # not "a seat … if it is free?"
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
@@ -398,7 +407,11 @@ class Reader(ConfirmationRules, PriorityRules):
                                                        i + 2 == len(words))
                        for i, (a, b) in enumerate(zip(words, words[1:])))
         judged = ws & JUDGING  # "is the price quoted acceptable?", "a higher fare if it included a bag?"
-        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i)
+        # not "at no extra cost", "free of charge": nothing to pay
+        free = {i for i, w in enumerate(words) if w in (stem("cost"), stem("charge"))
+                and words[max(0, i - 2):i] in (["no", "extra"], ["no", stem("additional")], ["at", "no"],
+                                               [stem("free"), "of"])}
+        budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i) and i not in free
                        and (judged or not set(words[i + 1:i + 2]) & QUOTED)}  # "is the price shown per person?"
         if ws & INCLUDES and ws & EXTRAS and not judged:  # "does the Cirrus Lines fare include a checked bag?"
             budget_cues -= {stem("fare"), stem("fares"), stem("price"), stem("prices"), stem("ticket")}
