@@ -39,6 +39,8 @@ INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: pictographs and emoji ("Great! ✈️ Could you tell me …"): no slot's meaning, and they hide a sentence's opening
 EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]+")
+#: a lead-in before a colon ("A couple of quick questions: …", "One more thing: …")
+LEAD_IN = re.compile(r"[^:?]{1,60}:\s*(?=\S)")
 #: a request for a list of details ("Please provide the following details: travel date, budget, …"): it asks the
 #: traveller, though it names no "you"
 DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?(?:provide|share|give me|"
@@ -315,7 +317,8 @@ PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
 #: things an airline has: "the airline's cancellation policy" is about the policy, not which airline
 AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
-                      "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers")
+                      "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers",
+                      "account", "accounts", "miles", "points")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept",
                       "stick", "avoid", "matter", "mind")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
@@ -324,6 +327,11 @@ COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "fin
 #: a question about an amount, whatever its verb ("how high are you willing to go?", "what is the maximum you would
 #: pay for a ticket?", "the maximum charge you would accept?"); and one that asks to act ("shall we pay for it?")
 AMOUNT_ASKED = re.compile(r"\bhow\s+(?:much|high)\b|\bthe\s+(?:most|maximum|max|highest)\b(?!\s+(?:of|cheapest))", re.I)
+#: the flight an amount is asked for, described by what the traveller said ("the maximum price you would like to pay
+#: for your flight with Borealis on 2026-03-12?"): stated, not asked (unless it asks something: "… and which day?")
+FLIGHT_DESCRIBED = re.compile(r"\s+(?:for|on)\s+(?:your|the|a|this)\s+(?:[\w\u2013-]+\s+){0,3}?flight\b"
+                              r"(?:\s+(?:with|on|from|to|in|between)\s+[^,?;]*)?", re.I)
+ASKS_AGAIN = re.compile(r"\b(?:and|which|what|when|whether|if|do|does|are|is|would|could|can|any)\b", re.I)
 MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s+want\s+me\b", re.I)
 #: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
 AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")
@@ -332,6 +340,8 @@ EXTRA_PAID = _cue("$", "€", "£", "usd", "eur", "dollars", "euros", "a", "bit"
                   "around", "roughly")
 #: what an extra amount is paid to do ("pay $340 to fly Borealis", "pay more to keep the date")
 PAID_FOR = _cue("keep", "get", "stay", "have", "fly", "travel", "leave", "depart")
+#: verbs of going over the budget ("would you exceed it slightly to fly with Borealis?")
+EXCEED = _cue("exceed", "exceeding", "stretch", "stretching", "overshoot")
 #: words that accept a named flight ("Is BO45612 at $320 fine with you?", "Is that okay?")
 ACCEPT = _cue("fine", "ok", "okay", "alright", "happy", "agree")
 #: verbs that add an extra to a booking ("do you want to add a checked bag?")

@@ -50,8 +50,12 @@ def date_cues(words: list[str]) -> set[str]:
     out: set[str] = set()
     if DATES.isdisjoint(words):
         return out
+    # a clock time's departure ("Is the 08:15 departure too early for you?"): a time of day
+    clock = any(a.isdigit() and b in (stem("departure"), stem("arrival")) for a, b in zip(words, words[1:]))
     for i, w in enumerate(words):
         if w not in DATES:
+            continue
+        if clock and (w == stem("departure") or w in (stem("early"), stem("late")) and i and words[i - 1] == "too"):
             continue
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
@@ -85,6 +89,10 @@ def time_of_day(words: list[str], i: int) -> bool:
     after = words[i + 1:i + 2]
     if after and after[0] in FLIGHT_NOUNS | {stem("departure")} or i and words[i - 1] in ("a", "an", "the"):
         return True
+    if i and words[i - 1] in (stem("fly"), stem("leave"), stem("depart"), stem("travel")):
+        return True  # "do you prefer to fly morning, afternoon or evening?"
+    if all(w in TIMES_OF_DAY or w in ("or", "and") for w in words):
+        return True  # a list of times of day on its own ("…: morning, afternoon or evening?")
     near = words[max(0, i - 3):i] + words[i + 1:i + 4]
     return "or" in near and any(w in TIMES_OF_DAY for w in near)
 

@@ -3,6 +3,8 @@ traveller's wishes rank against each other, and which wishes a stretch of text n
 
 from __future__ import annotations
 
+import re
+
 from .lexicon import (
     AIRLINE,
     BETTER,
@@ -11,36 +13,46 @@ from .lexicon import (
     COMPARATIVE,
     CONTRAST,
     DATES,
+    DETAILS_REQUEST,
     DROP,
     DROP_OR_KEEP,
     ELSE_WORDS,
     EVENT_CLASH,
     EVENTS,
+    EXCEED,
     FIRM,
     FLEXIBLE,
     HOLD_WORDS,
     IMPORTANT,
+    INDIRECT,
+    LEAD_IN,
     LESS_MORE,
     LUGGAGE,
     MUST_PAIRS,
+    NOTIFY,
     OUTRANK,
+    PAID_FOR,
+    PART,
     PRIORITISE,
     PRIORITY,
     PRIORITY_PAIRS,
     PURPOSE,
+    QUESTION_START,
     SAVING,
     SWITCH,
     TRADE_OFF,
     WHICH_PRONOUN,
     WISH_NOUNS,
     stem,
+    stems,
 )
-from .phrases import adjectival_prefer, contains, leaves, ordinal, paid_for_a_wish
+from .phrases import adjectival_prefer, contains, leaves, numbered_items, ordinal, paid_for_a_wish
 
 
 class PriorityRules:
-    """Mixed into :class:`.reading.Reader`: the priority rules need only the world's airlines (``_airlines``,
-    each a tuple of stems)."""
+    """Mixed into :class:`.reading.Reader`: the priority rules need the world's airlines (``_airlines``, each a
+    tuple of stems); the two that split a question into its slots and its priority (``_listed``,
+    ``_slots_then_priority``) also read its parts with the reader's ``read`` and ``_clause_slots``."""
 
     _airlines: list[tuple[str, ...]]
 
@@ -111,6 +123,8 @@ class PriorityRules:
         if any(paid_for_a_wish(words, i) and self._mentions(words[words.index("to", i) + 1:]) - {"budget"}
                for i in range(len(words))):
             return True
+        if any(self._exceeded_for(words, i) for i in range(len(words))):
+            return True  # "would you be willing to exceed it slightly to fly with Borealis?"
         over = any(w in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]
                    and set(words[i + 2:i + 5]) & BUDGET for i, w in enumerate(words))
         if over and len(self._mentions(words)) >= 2:
@@ -143,6 +157,61 @@ class PriorityRules:
             return bool(ws & CONTRAST and ws & CHOICE
                         or "over" in ws and ws & (CHOICE | {stem("prefer"), stem("take")}))
         return False
+
+    def _listed(self, asking: str) -> list[str]:
+        """The slots and the priority a numbered list asks, each item read on its own ("Please provide: (1) your
+        preferred airline, (2) the dates you can fly, (3) which of date, budget and airline matters most"); [] when
+        there is no list, its lead asks the priority ("rank these: 1) the date, 2) the price") or no item but the
+        priority's asks a slot."""
+        items = numbered_items(asking)
+        if not items or self._about_priority(stems(items[0])):
+            return []
+        slots: list[str] = []
+        for item in items[1:]:
+            reading = self.read(item)
+            slots += [s for s in reading.slots if s not in slots and reading.kind == "ask"]
+        if "priority" not in slots or len(slots) < 2:
+            return []
+        return [s for s in slots if s != "priority"] + ["priority"]
+
+    def _slots_then_priority(self, asking: str, whole: bool) -> list[str]:
+        """The slots of a question that asks them first and then the priority, each on its own ("Are you
+        flexible on the date, and would you rather move it than pay more?"); [] for any other question.
+        ``whole``: whether the question as a whole asks the priority."""
+        # "A couple of quick questions: what's your budget, …, and if …, what matters most?"
+        lead = LEAD_IN.match(asking)
+        if lead and QUESTION_START.match(asking[lead.end():]) and not self._clause_slots(*[stems(lead.group(0))] * 2):
+            asking = asking[lead.end():]
+        request = DETAILS_REQUEST.match(asking)  # "Please provide the following details: travel date, budget, and …"
+        if not (QUESTION_START.match(asking) or INDIRECT.match(asking) or request):  # "Please let me know your budget, and …"
+            return []
+        cues = PRIORITY | CHOICE | SWITCH | TRADE_OFF | {stem("prefer")}  # "would you still want it if …?"
+        # the last split first: "Which airline do you prefer, and which days can you fly? And if the two conflict,
+        # which should win?" asks both slots before the priority
+        for m in reversed(list(re.finditer(r"\band\b|;|\?|\.(?=\s)", asking, re.I))):
+            head, rest = asking[:m.start()], asking[m.end():]
+            head_words, rest_words = stems(head), stems(rest)
+            # each side a question of its own: the head about "you", the rest opening like a question
+            if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
+                    or not ({"you", stem("your")} & set(head_words) or request) or set(head_words) & NOTIFY
+                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I))):
+                continue
+            # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
+            if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
+                continue
+            slots: list[str] = []
+            for clause in PART.split(head):
+                slots += [s for s in self._clause_slots(stems(clause), head_words) if s not in slots]
+            return slots
+        return []
+
+    def _exceeded_for(self, words: list[str], i: int) -> bool:
+        """Whether ``words[i]`` exceeds the budget for another wish: "exceed it slightly to fly with Borealis",
+        "go over it to keep the 12th" (not "stretch your budget to $320")."""
+        if not (words[i] in EXCEED or words[i] in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]):
+            return False
+        to = next((k for k in range(i + 1, min(len(words) - 1, i + 6)) if words[k] == "to"), None)
+        return to is not None and words[to + 1] in PAID_FOR and bool(self._mentions(words[to + 1:]) - {"budget"})
 
     def _switched(self, words: list[str]) -> bool:
         """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"

@@ -125,14 +125,14 @@ from .lexicon import (
     AIRLINE,
     AIRLINE_CHOICE,
     AIRLINE_THINGS,
+    AMOUNT_ASKED,
     ANY_FLIGHT,
+    ASKS_AGAIN,
     ASSUMING,
     BUDGET,
     BUDGET_PAIRS,
     BUYING,
-    CHOICE,
     CURRENCIES,
-    DETAILS_REQUEST,
     DISPLAY,
     DOCUMENTS,
     EMOJI,
@@ -141,6 +141,7 @@ from .lexicon import (
     EVENT_SUBJECT,
     EVENTS,
     EXTRAS,
+    FLIGHT_DESCRIBED,
     FLIGHT_ONLY,
     FLYING,
     GIVING,
@@ -172,10 +173,8 @@ from .lexicon import (
     SEATING,
     SENTENCE,
     STATED,
-    SWITCH,
     TAG_QUESTION,
     TRADE_NAMED,
-    TRADE_OFF,
     TRAVEL_VERBS,
     WEATHER,
     WELL_WISH,
@@ -193,7 +192,6 @@ from .phrases import (
     extra_first,
     leaves,
     located,
-    numbered_items,
     ordinal,
     priced_extra,
     return_trip,
@@ -264,6 +262,8 @@ class Reader(ConfirmationRules, PriorityRules):
             about_you = set(stated) & ASSUMING or any(w == "you" and (not i or stated[i - 1] not in NOT_SUBJECT)
                                                      for i, w in enumerate(stated))
             return Reading("ask", sorted(self._mentions(stated)) if about_you else [])
+        if AMOUNT_ASKED.search(asking):  # "the maximum price … for your flight with Borealis on 2026-03-12?"
+            asking = FLIGHT_DESCRIBED.sub(lambda m: m.group(0) if ASKS_AGAIN.search(m.group(0)) else "", asking)
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
@@ -292,6 +292,10 @@ class Reader(ConfirmationRules, PriorityRules):
                 for clause in PART.split(part):
                     clause_words = stems(clause)
                     found = self._clause_slots(clause_words, words)
+                    # "Lantern Week: is that the festival …? Could you confirm its dates?": the event's dates
+                    if "dates" in found and events_named(words) and stem("your") not in clause_words and any(
+                            a in ("it", "their") and b in DATE_NOUNS for a, b in zip(clause_words, clause_words[1:])):
+                        found = [s for s in found if s != "dates"] + ["events"] * ("events" not in found)
                     # (a question whose subject is the event: "is the Lantern Week …, or is it a different week?")
                     if (event and set(found) <= {"dates", "route", "budget"}
                             and (not QUESTION_START.match(clause) or EVENT_SUBJECT.match(clause))
@@ -318,54 +322,11 @@ class Reader(ConfirmationRules, PriorityRules):
                     return Reading("ask", sorted(named))
             listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
             if (not slots and set(words) & (REFER_BACK | {"one", stem("limit"), stem("figure")})
-                    and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed):  # not "a seat … if it is free?"
+                    and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed):  # not "a seat … if free?"
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
-
-    def _listed(self, asking: str) -> list[str]:
-        """The slots and the priority a numbered list asks, each item read on its own ("Please provide: (1) your
-        preferred airline, (2) the dates you can fly, (3) which of date, budget and airline matters most"); [] when
-        there is no list, its lead asks the priority ("rank these: 1) the date, 2) the price") or no item but the
-        priority's asks a slot."""
-        items = numbered_items(asking)
-        if not items or self._about_priority(stems(items[0])):
-            return []
-        slots: list[str] = []
-        for item in items[1:]:
-            reading = self.read(item)
-            slots += [s for s in reading.slots if s not in slots and reading.kind == "ask"]
-        if "priority" not in slots or len(slots) < 2:
-            return []
-        return [s for s in slots if s != "priority"] + ["priority"]
-
-    def _slots_then_priority(self, asking: str, whole: bool) -> list[str]:
-        """The slots of a question that asks them first and then the priority, each on its own ("Are you
-        flexible on the date, and would you rather move it than pay more?"); [] for any other question.
-        ``whole``: whether the question as a whole asks the priority."""
-        request = DETAILS_REQUEST.match(asking)  # "Please provide the following details: travel date, budget, and …"
-        if not (QUESTION_START.match(asking) or INDIRECT.match(asking) or request):  # "Please let me know your budget, and …"
-            return []
-        cues = PRIORITY | CHOICE | SWITCH | TRADE_OFF | {stem("prefer")}  # "would you still want it if …?"
-        # the last split first: "Which airline do you prefer, and which days can you fly? And if the two conflict,
-        # which should win?" asks both slots before the priority
-        for m in reversed(list(re.finditer(r"\band\b|;|\?|\.(?=\s)", asking, re.I))):
-            head, rest = asking[:m.start()], asking[m.end():]
-            head_words, rest_words = stems(head), stems(rest)
-            # each side a question of its own: the head about "you", the rest opening like a question
-            if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
-                    or not ({"you", stem("your")} & set(head_words) or request) or set(head_words) & NOTIFY
-                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I))):
-                continue
-            # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
-            if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
-                continue
-            slots: list[str] = []
-            for clause in PART.split(head):
-                slots += [s for s in self._clause_slots(stems(clause), head_words) if s not in slots]
-            return slots
-        return []
 
     def _airline_thing(self, words: list[str]) -> bool:
         """Whether an airline the words name is a thing's: followed by it ("the Aster Air app", "the airline's
@@ -443,7 +404,8 @@ class Reader(ConfirmationRules, PriorityRules):
         # an airline that is a thing's is chosen only by "which" ("which airline's app?"; not "does Egret Air's meal
         # service matter to you?", "do you want the Aster Air app?")
         choosing = ws & {"which"} if self._airline_thing(words) else ws & AIRLINE_CHOICE
-        things = {w for i, w in enumerate(words) if w in AIRLINE_THINGS and words[i + 1:i + 2] != ["of"]}
+        things = {w for i, w in enumerate(words) if w in AIRLINE_THINGS and words[i + 1:i + 2] != ["of"]
+                  and words[i - 1:i] != ["into"]}  # not "… that I should take into account?"
         if things and not choosing:  # not "a number of airlines in mind"
             airline_cues, named = set(), False
         if (airline_cues or named or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
@@ -452,7 +414,8 @@ class Reader(ConfirmationRules, PriorityRules):
             out.append("airline")
         if (any(a in ("what", "which") and b == stem("time") and c not in (stem("frame"), stem("window"))
                 for a, b, c in zip(words, words[1:], [*words[2:], ""]))
-                and not ws & DATE_NOUNS - ({stem("day")} if contains(words, (stem("time"), "of", stem("day"))) else set())):
+                and not ws & DATE_NOUNS - ({stem("day")} if contains(words, (stem("time"), "of", stem("day")))
+                                          else set())):
             return out  # "What time would you like to arrive in Oslo?": a time of day, which the traveller has not
         # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
