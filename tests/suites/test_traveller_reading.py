@@ -23,7 +23,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round18": "traveller_questions_round18.tsv", "round19": "traveller_questions_round19.tsv",
          "round20": "traveller_questions_round20.tsv",
          "round21": "traveller_questions_round21.tsv",
-         "round22": "traveller_questions_round22.tsv"}
+         "round22": "traveller_questions_round22.tsv",
+         "round23": "traveller_questions_round23.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -506,7 +507,8 @@ def test_a_made_up_flight_is_refused_and_a_second_active_hold_makes_the_held_sea
 READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd03993879", 2: "a9ac36451894e6e390e6a31749ab45419a9e7679f7d6a3c298a6552d5455dfc8",
                    3: "6fd06bf6cdbe1f7d1b9234ada0c3b6eebc9cdf9d92931882c451211a9ff19b7b",
                    4: "08ba126d5ecd24b227f4cd97077a6daec4befa216b8b5a0464c673195d2acef8",
-                   5: "035150204208ab9bd126e9817ed8ee8aa195267ebfdf0aeebdf9b3ef7c767948"}
+                   5: "035150204208ab9bd126e9817ed8ee8aa195267ebfdf0aeebdf9b3ef7c767948",
+                   6: "4c9aa48e11da19601ef2169b757e22d3530d5dc46bcdd329f140d99f50a9c4c5"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

@@ -42,7 +42,8 @@ class ConfirmationRules:
         # not how much to pay: "To choose between DW77701 and CL12311 … what is the most you are willing to pay?"
         # nor an amount paid for a wish: "Would you pay $340 to fly Borealis, or go with a cheaper airline?"
         commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)
-                   and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)}
+                   and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)
+                   and not (w == stem("pay") and "or" in said and set(said[i + 1:i + 4]) & {"more", "extra"})}
         committing = commits or contains(said, ("one", "you", stem("want")))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         # (not a request to do something else with it: "Do you want me to keep hold H1 active while I check?")

@@ -47,7 +47,9 @@ DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(
                              r"send me|tell me|list)\s+(?:me\s+)?(?:the\s+following|these|a\s+few|some|the)?\s*"
                              r"(?:details|information|info)\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
-STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?(?:(?:since(?!\s+when)|given(?:\s+that|(?=\s+(?:your|the)\b))|now that|seeing that|seeing as|"
+STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?"
+                    # "Given your $300 budget, …" (not "given" alone)
+                    r"(?:(?:since(?!\s+when)|given(?:\s+that|(?=\s+(?:your|the)\b))|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
                     r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
@@ -264,7 +266,9 @@ EVENT_HEADING = re.compile(r"\s*([^:?!.]{1,60}):\s*(\S.*)", re.S)
 #: words by which a clause after an event's gives the event's own dates or place ("… that might reduce
 #: availability around 12 to 13 March", "whose dates I should take into account"; not "and the travel dates?")
 EVENT_BACK = _cue("it", "its", "whose", "their", "that", "which", "around", "during", "then", "only", "first", "last",
-                  "them")
+                  "them",
+                  # its span's other end: "when Lantern Week starts and ends in March?"
+                  "ends", "starts", "begins", "finishes", "runs")
 #: the flights themselves: "which of these flights do you want?" refers back to no wish ("for this trip" may)
 FLIGHT_ONLY = _cue("flight", "flights", "ticket", "tickets")
 #: verbs of giving details: "could you provide these?" after a list of the wishes asks them

@@ -89,8 +89,8 @@ def time_of_day(words: list[str], i: int) -> bool:
     after = words[i + 1:i + 2]
     if after and after[0] in FLIGHT_NOUNS | {stem("departure")} or i and words[i - 1] in ("a", "an", "the"):
         return True
-    if i and words[i - 1] in (stem("fly"), stem("leave"), stem("depart"), stem("travel")):
-        return True  # "do you prefer to fly morning, afternoon or evening?"
+    if i and words[i - 1] in (stem("fly"), stem("leave"), stem("depart"), stem("travel"), "for", stem("prefer")):
+        return True  # "do you prefer to fly morning, afternoon or evening?", "a preference for morning or …"
     if all(w in TIMES_OF_DAY or w in ("or", "and") for w in words):
         return True  # a list of times of day on its own ("…: morning, afternoon or evening?")
     near = words[max(0, i - 3):i] + words[i + 1:i + 4]

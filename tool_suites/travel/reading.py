@@ -230,7 +230,9 @@ class Reader(ConfirmationRules, PriorityRules):
 
     def read(self, question: str) -> Reading:
         question = question.replace("\u2019", "'")  # a typographic apostrophe: "you’re"
-        question = EMOJI.sub("", question)
+        # an emoji between a statement and a question ends the statement ("… Lisbon → Oslo ✈️ Could you tell me …?")
+        question = EMOJI.sub(lambda m: "." if re.match(r"\s+[A-Z]", question[m.end():]) and re.search(
+            r"\w\s*$", question[:m.start()]) else "", question)
         if "{" in question or "|" in question:
             question = QUOTED_OUTPUT.sub(r"\1. ", question)
         question = dash_ends_statement(question)
@@ -383,7 +385,7 @@ class Reader(ConfirmationRules, PriorityRules):
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
                       and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
-        if ws & EXTRAS and ws & ADDING:  # "do you want to add a checked bag?" offers an extra
+        if ws & (EXTRAS | SEATING) and ws & ADDING:  # "do you want to add a checked bag / extra legroom for $25?"
             budget_cues = set()
         if stem("weigh") in ws or extra_first(words) and "you" not in ws or stem("matter") in ws:
             how_much = False  # "how much does a bag weigh / cost?", "how much does the date matter?"
