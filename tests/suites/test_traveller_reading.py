@@ -24,7 +24,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round20": "traveller_questions_round20.tsv",
          "round21": "traveller_questions_round21.tsv",
          "round22": "traveller_questions_round22.tsv",
-         "round23": "traveller_questions_round23.tsv"}
+         "round23": "traveller_questions_round23.tsv",
+         "round24": "traveller_questions_round24.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -508,7 +509,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    3: "6fd06bf6cdbe1f7d1b9234ada0c3b6eebc9cdf9d92931882c451211a9ff19b7b",
                    4: "08ba126d5ecd24b227f4cd97077a6daec4befa216b8b5a0464c673195d2acef8",
                    5: "035150204208ab9bd126e9817ed8ee8aa195267ebfdf0aeebdf9b3ef7c767948",
-                   6: "4c9aa48e11da19601ef2169b757e22d3530d5dc46bcdd329f140d99f50a9c4c5"}
+                   6: "4c9aa48e11da19601ef2169b757e22d3530d5dc46bcdd329f140d99f50a9c4c5",
+                   7: "fe59451df8d2b808a06b00d8199b6b3b11cc9b84be73ed1395d6922da89e3008"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

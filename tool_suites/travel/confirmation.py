@@ -43,7 +43,7 @@ class ConfirmationRules:
         # nor an amount paid for a wish: "Would you pay $340 to fly Borealis, or go with a cheaper airline?"
         commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)
                    and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)
-                   and not (w == stem("pay") and "or" in said and set(said[i + 1:i + 4]) & {"more", "extra"})}
+                   and not self._pays_in_a_choice(said, i)}
         committing = commits or contains(said, ("one", "you", stem("want")))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         # (not a request to do something else with it: "Do you want me to keep hold H1 active while I check?")
@@ -62,6 +62,14 @@ class ConfirmationRules:
         if held is not None and the_hold(asked):  # "H2 on BO45612 was released. Shall I pay for the held seat?"
             return held
         return self._named(question, last=True) or held
+
+    def _pays_in_a_choice(self, words: list[str], i: int) -> bool:
+        """Whether ``words[i]`` is the traveller paying in a choice between wishes: "keep Borealis and pay more,
+        or …?", "would you rather keep Borealis and pay $340, or stay within budget?" (not "shall I pay …, or
+        wait?")."""
+        if words[i] != stem("pay") or "or" not in words or i and words[i - 1] in ("i", "we"):
+            return False
+        return bool(set(words[i + 1:i + 4]) & {"more", "extra"} or {stem("rather"), stem("prefer")} & set(words))
 
     def _goes_with_a_kind(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is "go with" a kind of flight rather than one flight ("or go with a cheaper

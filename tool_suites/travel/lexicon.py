@@ -43,15 +43,15 @@ EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]+")
 LEAD_IN = re.compile(r"[^:?]{1,60}:\s*(?=\S)")
 #: a request for a list of details ("Please provide the following details: travel date, budget, …"): it asks the
 #: traveller, though it names no "you"
-DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?(?:provide|share|give me|"
-                             r"send me|tell me|list)\s+(?:me\s+)?(?:the\s+following|these|a\s+few|some|the)?\s*"
+DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?"
+                             r"(?:provide|share|give me|send me|tell me|list)\s+(?:me\s+)?(?:the\s+following|these|a\s+few|some|the)?\s*"
                              r"(?:details|information|info)\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
 STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?"
                     # "Given your $300 budget, …" (not "given" alone)
                     r"(?:(?:since(?!\s+when)|given(?:\s+that|(?=\s+(?:your|the)\b))|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
-                    r"(?:when|as|like)\s+you\s+(?:said|mentioned|told\s+me|wrote))\b[^,.?!:]*|"
+                    r"(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote))\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
                     r"(?:before|while|once|after|so that)\s+(?:i|we)\b(?:[^,.?!:;\u2014\u2013-]|\b-\b)*)[,:]", re.I)
 #: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
@@ -282,8 +282,9 @@ PURPOSE = _cue("keep", "get", "stay", "save", "have")
 BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")
 #: the agent's reason after its question ("… so I can tell whether the $345 Aster Air fare fits?"): not read
 #: (and what it will do meanwhile: "… keep hold H1 active while I check more dates?")
-PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)|(?:while|whilst)\s+(?:i|we))\b"
-                            r"[^.?!]*", re.I)
+#: (or the condition it states: "is any day in that window fine, as long as it is outside the Lantern Week?")
+PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)"
+                            r"|(?:while|whilst)\s+(?:i|we)|(?:as|so)\s+long\s+as)\b[^.?!]*", re.I)
 #: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
 OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")

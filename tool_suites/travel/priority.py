@@ -133,7 +133,7 @@ class PriorityRules:
         beyond = any(w in ("over", "abov", "beyond") and set(words[i + 1:i + 4]) & BUDGET for i, w in enumerate(words))
         if beyond and "if" in ws and self._mentions(words[words.index("if") + 1:]) - {"budget"}:
             return True
-        weighing = {stem("matter"), stem("strict"), stem("firm"), stem("flexible")} | WISH_NOUNS | IMPORTANT
+        weighing = {stem("matter"), stem("strict"), stem("firm"), stem("flexible"), "must"} | WISH_NOUNS | IMPORTANT
         if ws & weighing and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
             return True  # "how much does the date matter compared with price?"
         if "if" in ws and ws & SAVING:  # "would you fly a day later if it saves you $50?"
@@ -222,6 +222,12 @@ class PriorityRules:
         if set(words) & SWITCH:
             left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
             if left and right and not left & right:
+                return True
+        # over the budget, or another wish given up: "Should I go over budget, or book a flight during the festival?"
+        if any(w in (stem("go"), stem("going")) and words[k + 1:k + 2] == ["over"] and set(words[k + 2:k + 5]) & BUDGET
+               for k, w in enumerate(words[:i])):
+            right = self._mentions(words[i + 1:]) | ({"events"} if set(words[i + 1:]) & EVENTS else set())
+            if right - {"budget"}:
                 return True
         # the nearest verb of giving up or keeping before the "or": "If I can't find Aster Air on your dates,
         # should I drop the airline or the date?"

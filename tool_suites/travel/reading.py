@@ -135,6 +135,7 @@ from .lexicon import (
     CURRENCIES,
     DISPLAY,
     DOCUMENTS,
+    DROP_OR_KEEP,
     EMOJI,
     EVENT_BACK,
     EVENT_HEADING,
@@ -314,7 +315,10 @@ class Reader(ConfirmationRules, PriorityRules):
             if (not slots and "which" in words and len(self._mentions(whole)) >= 2
                     and set(whole) & (WORTH_TRADE | TRADE_NAMED)):  # not a plain list of flights
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
-            if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK:
+            if not slots and set(words) & DROP_OR_KEEP and "one" in words and len(self._mentions(whole)) >= 2:
+                return Reading("ask", ["priority"])  # "… the date and the budget both matter. Keep one: which?"
+            if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK and not (
+                    stem("window") in words and stem("avoid") not in words):  # "any day in that window, …?"
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(stems(" ".join(context))) & PRIORITY and len(words) <= 6:
                 return Reading("ask", ["priority"])  # "a trade-off: DW40551 at $199, or EG60238 at $342. Your call?"
