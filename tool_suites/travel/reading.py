@@ -130,6 +130,7 @@ from .lexicon import (
     ASKS_AGAIN,
     ASSUMING,
     BUDGET,
+    BUDGET_ASKED,
     BUDGET_PAIRS,
     BUYING,
     CURRENCIES,
@@ -265,7 +266,8 @@ class Reader(ConfirmationRules, PriorityRules):
             about_you = set(stated) & ASSUMING or any(w == "you" and (not i or stated[i - 1] not in NOT_SUBJECT)
                                                      for i, w in enumerate(stated))
             return Reading("ask", sorted(self._mentions(stated)) if about_you else [])
-        if AMOUNT_ASKED.search(asking):  # "the maximum price … for your flight with Borealis on 2026-03-12?"
+        # "the maximum price … for your flight with Borealis on 2026-03-12?", "What is the budget for the flight …?"
+        if AMOUNT_ASKED.search(asking) or BUDGET_ASKED.search(asking):
             asking = FLIGHT_DESCRIBED.sub(lambda m: m.group(0) if ASKS_AGAIN.search(m.group(0)) else "", asking)
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
@@ -418,10 +420,12 @@ class Reader(ConfirmationRules, PriorityRules):
                 or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
                 or "whose" in ws and ws & PLANES):
             out.append("airline")
-        if (any(a in ("what", "which") and b == stem("time") and c not in (stem("frame"), stem("window"))
-                for a, b, c in zip(words, words[1:], [*words[2:], ""]))
-                and not ws & DATE_NOUNS - ({stem("day")} if contains(words, (stem("time"), "of", stem("day")))
-                                          else set())):
+        # (or "a preferred departure time on 2026-03-12?": a date given, as "on date", is not asked)
+        day_nouns = {w for i, w in enumerate(words) if w in DATE_NOUNS and words[i - 1:i] != ["on"]
+                     and not (w == stem("day") and words[max(0, i - 2):i] == [stem("time"), "of"])}
+        if (any(a in ("what", "which", stem("departure"), stem("arrival"), stem("prefer")) and b == stem("time")
+                and c not in (stem("frame"), stem("window")) for a, b, c in zip(words, words[1:], [*words[2:], ""]))
+                and not day_nouns):
             return out  # "What time would you like to arrive in Oslo?": a time of day, which the traveller has not
         # "which city do you leave from?" asks the origin; "fly from Brussels to Bangkok" states it
         leave_from = any(words[i] in (stem("leave"), stem("depart"), stem("fly"), stem("travel"))
