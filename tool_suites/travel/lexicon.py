@@ -24,6 +24,9 @@ PART = re.compile(r"[,:]")
 ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks about a date
 #: a sentence wishing the traveller well ("I hope your day is going well") is not a question
 WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
+#: the trip named as the agent's purpose ("To book your flight from Lisbon to Oslo I will need …"): stated, not asked
+ROUTE_PURPOSE = re.compile(r"\bto\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?(?:your|a|the)\s+flight\s+"
+                           r"from\s+\w+\s+to\s+\w+\b,?", re.I)
 #: "departure and arrival cities" names the route (not a departure date)
 ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
                         r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
@@ -44,8 +47,8 @@ LEAD_IN = re.compile(r"[^:?]{1,60}:\s*(?=\S)")
 #: a request for a list of details ("Please provide the following details: travel date, budget, …"): it asks the
 #: traveller, though it names no "you"
 DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?"
-                             r"(?:provide|share|give me|send me|tell me|list)\s+(?:me\s+)?(?:the\s+following|these|a\s+few|some|the)?\s*"
-                             r"(?:details|information|info)\b", re.I)
+                             r"(?:provide|share|give me|send me|tell me|list)\s+(?:me\s+)?"
+                             r"(?:the\s+following|these|a\s+few|some|the)?\s*(?:details|information|info)\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
 STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?"
                     # "Given your $300 budget, …" (not "given" alone)

@@ -171,6 +171,7 @@ from .lexicon import (
     REPORT,
     ROUTE,
     ROUTE_PAIR,
+    ROUTE_PURPOSE,
     SEARCHING,
     SEATING,
     SENTENCE,
@@ -269,6 +270,9 @@ class Reader(ConfirmationRules, PriorityRules):
         # "the maximum price … for your flight with Borealis on 2026-03-12?", "What is the budget for the flight …?"
         if AMOUNT_ASKED.search(asking) or BUDGET_ASKED.search(asking):
             asking = FLIGHT_DESCRIBED.sub(lambda m: m.group(0) if ASKS_AGAIN.search(m.group(0)) else "", asking)
+        if ROUTE_PURPOSE.search(asking):  # "To book your flight from Lisbon to Oslo I will need …": stated
+            context.append(ROUTE_PURPOSE.search(asking).group(0))
+            asking = ROUTE_PURPOSE.sub(" ", asking)
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
@@ -298,8 +302,11 @@ class Reader(ConfirmationRules, PriorityRules):
                     clause_words = stems(clause)
                     found = self._clause_slots(clause_words, words)
                     # "Lantern Week: is that the festival …? Could you confirm its dates?": the event's dates
-                    if "dates" in found and events_named(words) and stem("your") not in clause_words and any(
-                            a in ("it", "their") and b in DATE_NOUNS for a, b in zip(clause_words, clause_words[1:])):
+                    # (or "… or do you know other dates for it?")
+                    if "dates" in found and events_named(words) and stem("your") not in clause_words and (any(
+                            a in ("it", "their") and b in DATE_NOUNS for a, b in zip(clause_words, clause_words[1:]))
+                            or any(clause_words[k:k + 3] in ([d, p, "it"] for p in ("for", "of"))
+                                   for k, d in enumerate(clause_words) if d in DATE_NOUNS)):
                         found = [s for s in found if s != "dates"] + ["events"] * ("events" not in found)
                     # (a question whose subject is the event: "is the Lantern Week …, or is it a different week?")
                     if (event and set(found) <= {"dates", "route", "budget"}
