@@ -44,7 +44,8 @@ class ConfirmationRules:
         commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)
                    and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)
                    and not self._pays_in_a_choice(said, i)}
-        committing = commits or contains(said, ("one", "you", stem("want")))
+        committing = commits or contains(said, ("one", "you", stem("want"))) or any(  # "Is that the flight you want?"
+            contains(said, ("is", that, "the", stem("flight"), "you", stem("want"))) for that in ("that", "this"))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         # (not a request to do something else with it: "Do you want me to keep hold H1 active while I check?")
         # ("… want me to also release H1?": an adverb before the verb)
@@ -53,7 +54,8 @@ class ConfirmationRules:
                         & OTHER_ACTS for i, w in enumerate(said))
         if not committing and self._named(asking) is not None and "or" not in said and not other_act:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
-        if not committing or holds_still(said) or lets_go(said) and not commits:
+        # (a release is no payment, however okay: "Is it okay if I release hold H1 now?")
+        if not committing or holds_still(said) or lets_go(said) and not commits - ACCEPT:
             return None  # "Do you want me to release hold H1 and search again?"
         # the flight the asking part names; else the held seat it speaks of; else the flight named last before it
         # ("Your earlier hold on BO45612 was released. The seat I'm holding now is on AS12301. May I book it?")

@@ -210,7 +210,7 @@ SWITCH = _cue("switch", "accept", "move", "shift", "change")
 #: a comparative after "which would": "which would bother you less: X, or Y?"
 LESS_MORE = _cue("less", "more", "least", "most")
 #: a trade word that makes "worth" weigh two wishes ("$80 cheaper, but with another carrier: worth it?")
-WORTH_TRADE = _cue("another", "different", "other", "cheaper", "switch", "switching", "but", "instead")
+WORTH_TRADE = _cue("another", "different", "other", "cheaper", "switch", "switching", "but", "instead", "extra")
 #: a time or weight after "keep … under": a layover or a bag, not the fare
 NOT_FARE_UNITS = _cue("hour", "hours", "minute", "minutes", "kg", "kilos", "stop", "stops", "layover", "layovers")
 #: travel documents: their dates (an expiry, "valid for six months") are not the trip's
@@ -346,7 +346,7 @@ MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s
 #: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
 AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")
 #: an extra amount paid for a wish, between "pay" and its purpose ("pay $40 more to fly on your date")
-EXTRA_PAID = _cue("$", "€", "£", "usd", "eur", "dollars", "euros", "a", "bit", "little", "more", "extra", "about",
+EXTRA_PAID = _cue("$", "€", "£", "usd", "eur", "dollars", "euros", "a", "bit", "little", "more", "than", "extra", "about",
                   "around", "roughly")
 #: what an extra amount is paid to do ("pay $340 to fly Borealis", "pay more to keep the date")
 PAID_FOR = _cue("keep", "get", "stay", "have", "fly", "travel", "leave", "depart")

@@ -197,7 +197,7 @@ def paid_for_a_wish(words: list[str], i: int) -> bool:
     if words[i] != stem("pay") or i and words[i - 1] in ("i", "we") or words[max(0, i - 2):i] == ["me", "to"]:
         return False
     j = i + 1
-    while j < min(len(words), i + 6) and (words[j] in EXTRA_PAID or words[j].isdigit()):
+    while j < min(len(words), i + 8) and (words[j] in EXTRA_PAID or words[j].isdigit()):
         j += 1
     return j > i + 1 and words[j:j + 1] == ["to"] and bool(set(words[j + 1:j + 2]) & PAID_FOR)
 
