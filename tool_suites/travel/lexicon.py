@@ -346,8 +346,8 @@ MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s
 #: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
 AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")
 #: an extra amount paid for a wish, between "pay" and its purpose ("pay $40 more to fly on your date")
-EXTRA_PAID = _cue("$", "€", "£", "usd", "eur", "dollars", "euros", "a", "bit", "little", "more", "than", "extra", "about",
-                  "around", "roughly")
+EXTRA_PAID = _cue("$", "€", "£", "usd", "eur", "dollars", "euros", "a", "bit", "little", "more", "than", "extra",
+                  "about", "around", "roughly")
 #: what an extra amount is paid to do ("pay $340 to fly Borealis", "pay more to keep the date")
 PAID_FOR = _cue("keep", "get", "stay", "have", "fly", "travel", "leave", "depart")
 #: verbs of going over the budget ("would you exceed it slightly to fly with Borealis?")
