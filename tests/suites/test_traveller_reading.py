@@ -28,7 +28,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round24": "traveller_questions_round24.tsv",
          "round25": "traveller_questions_round25.tsv",
          "round26": "traveller_questions_round26.tsv",
-         "round27": "traveller_questions_round27.tsv"}
+         "round27": "traveller_questions_round27.tsv",
+         "round28": "traveller_questions_round28.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -516,7 +517,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    7: "fe59451df8d2b808a06b00d8199b6b3b11cc9b84be73ed1395d6922da89e3008",
                    8: "4e8f6e68a7498bc2ada19c783e49cc25c7cda9caa651c1c794f3301ad6655583",
                    9: "32fb4e7ee3790a4340d43864c07d5a7ff4143aac6ecf4c2c93d759019fa916a2",
-                   10: "ed74bd7aaddbf45bc3fe4b67103cce9b448e6ffe4b516364e555f29eea2a7bb6"}
+                   10: "ed74bd7aaddbf45bc3fe4b67103cce9b448e6ffe4b516364e555f29eea2a7bb6",
+                   11: "5579d7f4e102b139c1eafef1fe578ca3ff626daf806d8edb3f56c420c283d7bf"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

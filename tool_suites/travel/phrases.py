@@ -59,9 +59,9 @@ def date_cues(words: list[str]) -> set[str]:
             continue
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
-        if w in (stem("early"), stem("late")) and after in (stem("arrival"), stem("departure"), stem("flight"), "morn",
-                                                         stem("evening")):
-            continue  # "is a late arrival okay for you?", "an early flight": a time of day
+        timed = (stem("arrival"), stem("departure"), stem("flight"), "morn", stem("evening"), stem("night"), "at")
+        if w in (stem("early"), stem("late")) and (after in timed or before in (stem("arrive"), stem("land"))):
+            continue  # "is a late arrival okay for you?", "an early flight", "arrives late at night": a time of day
         if w == "when" and after in WHEN_NOT:
             continue
         if before in QUANTIFIERS and not {"which", "what", "when"} & set(words) and SEARCHING & set(words):

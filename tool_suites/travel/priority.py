@@ -182,7 +182,7 @@ class PriorityRules:
         lead = LEAD_IN.match(asking)
         if lead and QUESTION_START.match(asking[lead.end():]) and not self._clause_slots(*[stems(lead.group(0))] * 2):
             asking = asking[lead.end():]
-        request = DETAILS_REQUEST.match(asking)  # "Please provide the following details: travel date, budget, and …"
+        request = DETAILS_REQUEST.match(asking)  # "Please provide the following details: travel date, budget, …"
         if not (QUESTION_START.match(asking) or INDIRECT.match(asking) or request):  # "Please let me know your budget, and …"
             return []
         cues = PRIORITY | CHOICE | SWITCH | TRADE_OFF | {stem("prefer")}  # "would you still want it if …?"
@@ -224,8 +224,9 @@ class PriorityRules:
             if left and right and not left & right:
                 return True
         # over the budget, or another wish given up: "Should I go over budget, or book a flight during the festival?"
-        if any(w in (stem("go"), stem("going")) and words[k + 1:k + 2] == ["over"] and set(words[k + 2:k + 5]) & BUDGET
-               for k, w in enumerate(words[:i])):
+        # (or "Should I stretch the budget, or book a cheaper airline?")
+        if any((w in (stem("go"), stem("going")) and words[k + 1:k + 2] == ["over"] or w in EXCEED)
+               and set(words[k + 1:k + 5]) & BUDGET for k, w in enumerate(words[:i])):
             right = self._mentions(words[i + 1:]) | ({"events"} if set(words[i + 1:]) & EVENTS else set())
             if right - {"budget"}:
                 return True

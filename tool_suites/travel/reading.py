@@ -177,6 +177,7 @@ from .lexicon import (
     SENTENCE,
     STATED,
     TAG_QUESTION,
+    TIMES_OF_DAY,
     TRADE_NAMED,
     TRAVEL_VERBS,
     WEATHER,
@@ -327,7 +328,8 @@ class Reader(ConfirmationRules, PriorityRules):
             if not slots and set(words) & DROP_OR_KEEP and "one" in words and len(self._mentions(whole)) >= 2:
                 return Reading("ask", ["priority"])  # "… the date and the budget both matter. Keep one: which?"
             if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK and not (
-                    stem("window") in words and stem("avoid") not in words):  # "any day in that window, …?"
+                    stem("window") in words and stem("avoid") not in words  # "any day in that window, …?"
+                    or stem("outside") in words):  # "Which date outside it would you like?": the traveller's
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(stems(" ".join(context))) & PRIORITY and len(words) <= 6:
                 return Reading("ask", ["priority"])  # "a trade-off: DW40551 at $199, or EG60238 at $342. Your call?"
@@ -465,7 +467,10 @@ class Reader(ConfirmationRules, PriorityRules):
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
         # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
-        elsewhere = ws & (LODGING | WEATHER | EXTRAS) or weather  # "the weather forecast in Oslo for when you arrive?"
+        # ("the weather forecast in Oslo for when you arrive?"), or when the flight gets there, no date asked ("Is it
+        # okay if the flight arrives late at night in Oslo?")
+        elsewhere = ws & (LODGING | WEATHER | EXTRAS) or weather or not dated and ws & (
+            TIMES_OF_DAY | {stem("late"), stem("early"), stem("night")})
         # "are you based in Lisbon?"
         home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
         named_city = not out and any(w in self._cities and not (located(words, i) and (
