@@ -29,7 +29,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round25": "traveller_questions_round25.tsv",
          "round26": "traveller_questions_round26.tsv",
          "round27": "traveller_questions_round27.tsv",
-         "round28": "traveller_questions_round28.tsv"}
+         "round28": "traveller_questions_round28.tsv",
+         "round29": "traveller_questions_round29.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -518,7 +519,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    8: "4e8f6e68a7498bc2ada19c783e49cc25c7cda9caa651c1c794f3301ad6655583",
                    9: "32fb4e7ee3790a4340d43864c07d5a7ff4143aac6ecf4c2c93d759019fa916a2",
                    10: "ed74bd7aaddbf45bc3fe4b67103cce9b448e6ffe4b516364e555f29eea2a7bb6",
-                   11: "5579d7f4e102b139c1eafef1fe578ca3ff626daf806d8edb3f56c420c283d7bf"}
+                   11: "5579d7f4e102b139c1eafef1fe578ca3ff626daf806d8edb3f56c420c283d7bf",
+                   12: "5f66ee649539822b95b5b5c02c1d358e1a7bc7c3543a6c27215ec2bab6fa7129"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

@@ -326,7 +326,7 @@ PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
 AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
                       "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers",
-                      "account", "accounts", "miles", "points")
+                      "account", "accounts", "miles", "points", "program", "programme")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept",
                       "stick", "avoid", "matter", "mind")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",

@@ -59,6 +59,8 @@ def date_cues(words: list[str]) -> set[str]:
             continue
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
+        if w in (stem("early"), stem("late")) and before == "too" and i >= 2 and words[i - 2] in ("it", "that", "this"):
+            continue  # "…, or is it too early?": what it refers to was asked, not a date
         timed = (stem("arrival"), stem("departure"), stem("flight"), "morn", stem("evening"), stem("night"), "at")
         if w in (stem("early"), stem("late")) and (after in timed or before in (stem("arrive"), stem("land"))):
             continue  # "is a late arrival okay for you?", "an early flight", "arrives late at night": a time of day
