@@ -421,7 +421,7 @@ class Reader(ConfirmationRules, PriorityRules):
         # an airline that is a thing's is chosen only by "which" ("which airline's app?"; not "does Egret Air's meal
         # service matter to you?", "do you want the Aster Air app?")
         choosing = ws & {"which"} if self._airline_thing(words) else ws & AIRLINE_CHOICE
-        if contains(words, (stem("any"), stem("airline"))):  # "a member of any airline's frequent flyer program?" asks one
+        if contains(words, (stem("any"), stem("airline"))):  # "a member of any airline's loyalty program?" asks one
             choosing = choosing | {"any"}
         things = {w for i, w in enumerate(words) if w in AIRLINE_THINGS and words[i + 1:i + 2] != ["of"]
                   and words[i - 1:i] != ["into"]}  # not "… that I should take into account?"
