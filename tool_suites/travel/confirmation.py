@@ -43,7 +43,8 @@ class ConfirmationRules:
         # nor an amount paid for a wish: "Would you pay $340 to fly Borealis, or go with a cheaper airline?"
         commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)
                    and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)
-                   and not self._pays_in_a_choice(said, i)}
+                   and not self._pays_in_a_choice(said, i)
+                   and not (w == "go" and said[i + 1:i + 2] in (["over"], ["abov"], ["beyond"]))}  # "go over budget"
         committing = commits or contains(said, ("one", "you", stem("want"))) or any(  # "Is that the flight you want?"
             contains(said, ("is", that, "the", stem("flight"), "you", stem("want"))) for that in ("that", "this"))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"

@@ -25,8 +25,8 @@ ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks ab
 #: a sentence wishing the traveller well ("I hope your day is going well") is not a question
 WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
 #: the trip named as the agent's purpose ("To book your flight from Lisbon to Oslo I will need …"): stated, not asked
-ROUTE_PURPOSE = re.compile(r"\bto\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?(?:your|a|the)\s+flight\s+"
-                           r"from\s+\w+\s+to\s+\w+\b,?", re.I)
+ROUTE_PURPOSE = re.compile(r"\bto\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?(?:your|a|the)\s+"
+                           r"(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s+(?:to|\u2192|-)\s+\w+\s+flight)\b,?", re.I)
 #: "departure and arrival cities" names the route (not a departure date)
 ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
                         r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)
@@ -48,7 +48,9 @@ LEAD_IN = re.compile(r"[^:?]{1,60}:\s*(?=\S)")
 #: traveller, though it names no "you"
 DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(?:please\s+)?)?"
                              r"(?:provide|share|give me|send me|tell me|list)\s+(?:me\s+)?"
-                             r"(?:the\s+following|these|a\s+few|some|the)?\s*(?:details|information|info)\b", re.I)
+                             r"(?:the\s+following|these|a\s+few|some|the)?\s*(?:details|information|info)\b"
+                             # "I'll need your travel date(s), your budget, …, and which of these matters most …."
+                             r"|\s*i(?:'ll|\s+will)?\s+need\s+(?:your|the\s+following|a\s+few|some)\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
 STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?"
                     # "Given your $300 budget, …" (not "given" alone)
@@ -279,7 +281,7 @@ GIVING = _cue("provide", "share", "tell", "give", "send", "fill", "supply")
 #: a saving that a condition offers for another wish ("a day later if it saves you $50")
 SAVING = _cue("save", "saves", "saving", "cheaper", "less", "lower")
 #: verbs that give up or keep one wish of two ("should I drop the airline or the date?", "keep the cap or the date?")
-DROP_OR_KEEP = _cue("drop", "skip", "lose", "bend", "relax", "sacrifice", "keep", "loosen")
+DROP_OR_KEEP = _cue("drop", "skip", "lose", "bend", "relax", "sacrifice", "keep", "loosen", "stick")
 PURPOSE = _cue("keep", "get", "stay", "save", "have")
 #: "would you go over it for a better date?": one wish given up for a better another
 BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")

@@ -123,6 +123,8 @@ class PriorityRules:
         if any(paid_for_a_wish(words, i) and self._mentions(words[words.index("to", i) + 1:]) - {"budget"}
                for i in range(len(words))):
             return True
+        if stem("worth") in ws and ws & {"extra", "more"} and self._mentions(words) - {"budget"}:
+            return True  # "Is flying with Borealis worth an extra $50 to you?"
         if any(self._exceeded_for(words, i) for i in range(len(words))):
             return True  # "would you be willing to exceed it slightly to fly with Borealis?"
         over = any(w in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]
@@ -211,7 +213,10 @@ class PriorityRules:
         if not (words[i] in EXCEED or words[i] in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]):
             return False
         to = next((k for k in range(i + 1, min(len(words) - 1, i + 6)) if words[k] == "to"), None)
-        return to is not None and words[to + 1] in PAID_FOR and bool(self._mentions(words[to + 1:]) - {"budget"})
+        if to is None or words[to + 1] not in PAID_FOR | {stem("avoid")}:
+            return False
+        after = words[to + 1:]  # "exceed your budget to avoid the festival" trades it for the event
+        return bool(self._mentions(after) - {"budget"} or set(after) & EVENTS)
 
     def _switched(self, words: list[str]) -> bool:
         """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
