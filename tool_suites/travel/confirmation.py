@@ -39,12 +39,7 @@ class ConfirmationRules:
             return None  # "To choose between DW77701 and CL12311, how high are you willing to go?"
         asked, whole = stems(asking), stems(question)
         said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
-        # not how much to pay: "To choose between DW77701 and CL12311 … what is the most you are willing to pay?"
-        # nor an amount paid for a wish: "Would you pay $340 to fly Borealis, or go with a cheaper airline?"
-        commits = {w for i, w in enumerate(said) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(said, i)
-                   and not paid_for_a_wish(said, i) and not self._goes_with_a_kind(said, i)
-                   and not self._pays_in_a_choice(said, i)
-                   and not (w == "go" and said[i + 1:i + 2] in (["over"], ["abov"], ["beyond"]))}  # "go over budget"
+        commits = self._commits(said)
         committing = commits or contains(said, ("one", "you", stem("want"))) or any(  # "Is that the flight you want?"
             contains(said, ("is", that, "the", stem("flight"), "you", stem("want"))) for that in ("that", "this"))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
@@ -67,6 +62,16 @@ class ConfirmationRules:
         if held is not None and the_hold(asked):  # "H2 on BO45612 was released. Shall I pay for the held seat?"
             return held
         return self._named(question, last=True) or held
+
+    def _commits(self, words: list[str]) -> set[str]:
+        """The words that commit to a booking (book, pay, go ahead, okay …), less those that only weigh one: how
+        much to pay ("To choose between DW77701 and CL12311 … what is the most you are willing to pay?"), an amount
+        paid for a wish ("Would you pay $340 to fly Borealis, or go with a cheaper airline?"), paying in a choice,
+        going with a kind of flight, going over the budget."""
+        return {w for i, w in enumerate(words) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(words, i)
+                and not paid_for_a_wish(words, i) and not self._goes_with_a_kind(words, i)
+                and not self._pays_in_a_choice(words, i)
+                and not (w == "go" and words[i + 1:i + 2] in (["over"], ["abov"], ["beyond"]))}
 
     def _pays_in_a_choice(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is the traveller paying in a choice between wishes: "keep Borealis and pay more,
