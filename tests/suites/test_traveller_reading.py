@@ -31,7 +31,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round27": "traveller_questions_round27.tsv",
          "round28": "traveller_questions_round28.tsv",
          "round29": "traveller_questions_round29.tsv",
-         "round30": "traveller_questions_round30.tsv", "round31": "traveller_questions_round31.tsv"}
+         "round30": "traveller_questions_round30.tsv", "round31": "traveller_questions_round31.tsv",
+         "round32": "traveller_questions_round32.tsv", "round33": "traveller_questions_round33.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -522,7 +523,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    10: "ed74bd7aaddbf45bc3fe4b67103cce9b448e6ffe4b516364e555f29eea2a7bb6",
                    11: "5579d7f4e102b139c1eafef1fe578ca3ff626daf806d8edb3f56c420c283d7bf",
                    12: "5f66ee649539822b95b5b5c02c1d358e1a7bc7c3543a6c27215ec2bab6fa7129",
-                   13: "af25455b9226fcb653ca5a30f7f195909b41de440de63c1819f0a504ea56d907"}
+                   13: "af25455b9226fcb653ca5a30f7f195909b41de440de63c1819f0a504ea56d907",
+                   14: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

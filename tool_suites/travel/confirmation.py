@@ -19,7 +19,7 @@ from .lexicon import (
     stem,
     stems,
 )
-from .phrases import amount_to_pay, contains, holds_still, lets_go, paid_for_a_wish, the_hold
+from .phrases import amount_to_pay, contains, goes_over, holds_still, lets_go, paid_for_a_wish, the_hold
 
 
 class ConfirmationRules:
@@ -28,6 +28,7 @@ class ConfirmationRules:
 
     flights: dict[str, str]
     holds: dict[str, dict]
+    _airlines: list[tuple[str, ...]]
     _flight: re.Pattern[str] | None
 
     def _confirmed(self, question: str, sentences: list[str]) -> str | None:
@@ -71,7 +72,7 @@ class ConfirmationRules:
         return {w for i, w in enumerate(words) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(words, i)
                 and not paid_for_a_wish(words, i) and not self._goes_with_a_kind(words, i)
                 and not self._pays_in_a_choice(words, i)
-                and not (w == "go" and words[i + 1:i + 2] in (["over"], ["abov"], ["beyond"]))}
+                and not goes_over(words, i)}
 
     def _pays_in_a_choice(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is the traveller paying in a choice between wishes: "keep Borealis and pay more,
@@ -87,7 +88,10 @@ class ConfirmationRules:
         if words[i] != "go" or words[i + 1:i + 2] != ["with"]:
             return False
         rest = [w for w in words[i + 2:i + 4] if w not in ("a", "an", "the")]
-        return bool(rest) and rest[0] in AIRLINE | {stem("another"), stem("cheaper"), stem("different"), stem("other")}
+        if any(len(a) == 2 and a.isalpha() and b.isdigit() for a, b in zip(words[i + 2:i + 6], words[i + 3:i + 7])):
+            return False  # "go with Borealis BO45612" names the flight (its id read as "bo", "45612")
+        kinds = AIRLINE | {stem("another"), stem("cheaper"), stem("different"), stem("other")}
+        return bool(rest) and (rest[0] in kinds or any(words[i + 2:i + 2 + len(a)] == list(a) for a in self._airlines))
 
     def _held_seat(self, words: list[str]) -> str | None:
         """The flight of the one active hold when the question proposes to pay for "the held seat" (not to let

@@ -26,7 +26,8 @@ ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks ab
 WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
 #: the trip named as the agent's purpose ("To book your flight from Lisbon to Oslo I will need …"): stated, not asked
 ROUTE_PURPOSE = re.compile(r"\bto\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?(?:your|a|the)\s+"
-                           r"(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s+(?:to|\u2192|-)\s+\w+\s+flight)\b,?", re.I)
+                           r"(?:best\s+|right\s+)?(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s*(?:\s+to\s+|\u2192|\u2013|-)\s*\w+\s+flight)\b,?",
+                           re.I)
 #: "departure and arrival cities" names the route (not a departure date)
 ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
                         r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)

@@ -204,6 +204,16 @@ def paid_for_a_wish(words: list[str], i: int) -> bool:
     return j > i + 1 and words[j:j + 1] == ["to"] and bool(set(words[j + 1:j + 2]) & PAID_FOR)
 
 
+def goes_over(words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` goes over something, an amount between ("go over budget", "going $40 over budget")."""
+    if words[i] not in (stem("go"), stem("going")):
+        return False
+    j = i + 1
+    while j < min(len(words), i + 5) and (words[j] in EXTRA_PAID or words[j].isdigit()):
+        j += 1
+    return words[j:j + 1] in (["over"], ["abov"], ["beyond"])
+
+
 def contains(words: list[str], seq: tuple[str, ...]) -> bool:
     n = len(seq)
     return n > 0 and any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))

@@ -46,7 +46,7 @@ from .lexicon import (
     stem,
     stems,
 )
-from .phrases import adjectival_prefer, contains, leaves, numbered_items, ordinal, paid_for_a_wish
+from .phrases import adjectival_prefer, contains, goes_over, leaves, numbered_items, ordinal, paid_for_a_wish
 
 
 class PriorityRules:
@@ -148,7 +148,7 @@ class PriorityRules:
             return True  # "accept a different airline if it meant flying on your date?"
         if mentioned >= 2 and ws & {"if", stem("suppose")} and ws & TRADE_OFF:
             return True  # "if the cheapest flight were on a different airline, would you still take it?"
-        if "or" in ws and ws & {stem("prefer"), stem("rather"), stem("take"), stem("stay")}:  # two packages
+        if "or" in ws and ws & {stem("prefer"), stem("rather"), stem("take"), stem("stay"), stem("stick")}:  # packages
             i = words.index("or")
             if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
                 return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
@@ -196,7 +196,9 @@ class PriorityRules:
             # each side a question of its own: the head about "you", the rest opening like a question
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
                     or not ({"you", stem("your")} & set(head_words) or request) or set(head_words) & NOTIFY
-                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I))):
+                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I)
+                            # "…, and the order of importance of these if not all can be met."
+                            or re.match(r"\W*(?:the|your)\s+(?:order|ranking|priorit)", rest, re.I))):
                 continue
             # the rest asks the priority on its own, or with the wish the head named ("…rather move it than pay?")
             if not (self._about_priority(rest_words) or self._switched(rest_words) or whole and set(rest_words) & cues):
@@ -210,13 +212,21 @@ class PriorityRules:
     def _exceeded_for(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` exceeds the budget for another wish: "exceed it slightly to fly with Borealis",
         "go over it to keep the 12th" (not "stretch your budget to $320")."""
-        if not (words[i] in EXCEED or words[i] in (stem("go"), stem("going")) and words[i + 1:i + 2] == ["over"]):
+        if not (words[i] in EXCEED or goes_over(words, i)):
             return False
-        to = next((k for k in range(i + 1, min(len(words) - 1, i + 6)) if words[k] == "to"), None)
+        to = next((k for k in range(i + 1, min(len(words) - 1, i + 9)) if words[k] == "to"), None)
         if to is None or words[to + 1] not in PAID_FOR | {stem("avoid")}:
             return False
         after = words[to + 1:]  # "exceed your budget to avoid the festival" trades it for the event
         return bool(self._mentions(after) - {"budget"} or set(after) & EVENTS)
+
+    def _raises_budget(self, words: list[str]) -> bool:
+        """Whether the words raise the budget: "go over budget", "stretch the budget", "increase your budget",
+        "pay more"."""
+        ws = set(words)
+        over = any(goes_over(words, k) or w in EXCEED | {stem("increase"), stem("raise")} for k, w in enumerate(words))
+        return bool(over and ws & BUDGET) or any(w == stem("pay") and set(words[k + 1:k + 4]) & {"more", "extra"}
+                                                 for k, w in enumerate(words))
 
     def _switched(self, words: list[str]) -> bool:
         """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
@@ -229,12 +239,16 @@ class PriorityRules:
             if left and right and not left & right:
                 return True
         # over the budget, or another wish given up: "Should I go over budget, or book a flight during the festival?"
-        # (or "Should I stretch the budget, or book a cheaper airline?")
-        if any((w in (stem("go"), stem("going")) and words[k + 1:k + 2] == ["over"] or w in EXCEED)
-               and set(words[k + 1:k + 5]) & BUDGET for k, w in enumerate(words[:i])):
-            right = self._mentions(words[i + 1:]) | ({"events"} if set(words[i + 1:]) & EVENTS else set())
-            if right - {"budget"}:
-                return True
+        # (or "Should I stretch the budget, or book a cheaper airline?", "you want pay more or other airline?")
+        left, right = words[:i], words[i + 1:]
+        wishes = self._mentions(right) | ({"events"} if set(right) & EVENTS else set())
+        if self._raises_budget(left) and wishes - {"budget"} or self._raises_budget(right) and (
+                self._mentions(left) - {"budget"}):
+            return True
+        # a named airline or a cheaper one: "Do you want Borealis or the cheaper one?"
+        cheaper = {stem("cheaper"), stem("cheapest"), stem("lower")}
+        if self._names_airline(left) and set(right) & cheaper or set(left) & cheaper and self._names_airline(right):
+            return True
         # the nearest verb of giving up or keeping before the "or": "If I can't find Aster Air on your dates,
         # should I drop the airline or the date?"
         verb = max((j for j, w in enumerate(words[:i]) if w in DROP_OR_KEEP), default=None)

@@ -240,6 +240,7 @@ class Reader(ConfirmationRules, PriorityRules):
         if "{" in question or "|" in question:
             question = QUOTED_OUTPUT.sub(r"\1. ", question)
         question = dash_ends_statement(question)
+        question = ROUTE_PURPOSE.sub(" ", question)  # "To book your flight from Lisbon to Oslo I will need …": stated
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         flight = self._confirmed(question, sentences)
         if flight is not None:
@@ -271,9 +272,6 @@ class Reader(ConfirmationRules, PriorityRules):
         # "the maximum price … for your flight with Borealis on 2026-03-12?", "What is the budget for the flight …?"
         if AMOUNT_ASKED.search(asking) or BUDGET_ASKED.search(asking):
             asking = FLIGHT_DESCRIBED.sub(lambda m: m.group(0) if ASKS_AGAIN.search(m.group(0)) else "", asking)
-        if ROUTE_PURPOSE.search(asking):  # "To book your flight from Lisbon to Oslo I will need …": stated
-            context.append(ROUTE_PURPOSE.search(asking).group(0))
-            asking = ROUTE_PURPOSE.sub(" ", asking)
         if ROUTE_PAIR.search(asking):
             asking = ROUTE_PAIR.sub("origin and destination", asking)
         words = stems(asking)
@@ -314,6 +312,9 @@ class Reader(ConfirmationRules, PriorityRules):
                             and (not QUESTION_START.match(clause) or EVENT_SUBJECT.match(clause))
                             and not {"you", stem("your")} & set(clause_words) and set(clause_words) & EVENT_BACK):
                         continue  # "any events … that might reduce availability around 12 to 13 March?"
+                    if "events" in found and stem("outside") in clause_words and set(clause_words) & DATE_NOUNS:
+                        # "which date outside Lantern Week would you like?": the traveller's date
+                        found = [s for s in found if s not in ("events", "dates")] + ["dates"]
                     event = event or "events" in found
                     for s in found:
                         if s not in slots and (s == "events" or not offer):
@@ -331,6 +332,11 @@ class Reader(ConfirmationRules, PriorityRules):
                     stem("window") in words and stem("avoid") not in words  # "any day in that window, …?"
                     or stem("outside") in words):  # "Which date outside it would you like?": the traveller's
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
+            if not slots and set(words) & {"these", "those", "them"} and set(words) & GIVING:
+                for part in context:  # "I need your travel date(s), …, and which matters most. Could you share those?"
+                    first = self._slots_then_priority(part, self._about_priority(stems(part)))
+                    if first:
+                        return Reading("ask", [*first, "priority"])
             if not slots and set(stems(" ".join(context))) & PRIORITY and len(words) <= 6:
                 return Reading("ask", ["priority"])  # "a trade-off: DW40551 at $199, or EG60238 at $342. Your call?"
             if not slots and set(words) & {"these", "those", "them"} and set(words) & GIVING:
@@ -338,7 +344,8 @@ class Reader(ConfirmationRules, PriorityRules):
                 if named:  # "I'll need: • Your budget • Preferred airline • Travel date(s). Could you provide these?"
                     return Reading("ask", sorted(named))
             listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
-            if (not slots and set(words) & (REFER_BACK | {"one", stem("limit"), stem("figure")})
+            too_soon = "too" in words and set(words) & {stem("early"), stem("late")}  # "Is that too early for you?"
+            if (not slots and set(words) & (REFER_BACK | {"one", stem("limit"), stem("figure")}) and not too_soon
                     and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed):  # not "a seat … if free?"
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
@@ -477,6 +484,8 @@ class Reader(ConfirmationRules, PriorityRules):
         home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
         named_city = not out and any(w in self._cities and not (located(words, i) and (
             elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home))) for i, w in enumerate(words))
-        if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back:
+        first_visit = contains(words, (stem("first"), stem("time")))  # "Is this your first time visiting Oslo?"
+        if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back \
+                and not first_visit:
             out.append("route")
         return out
