@@ -524,7 +524,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    11: "5579d7f4e102b139c1eafef1fe578ca3ff626daf806d8edb3f56c420c283d7bf",
                    12: "5f66ee649539822b95b5b5c02c1d358e1a7bc7c3543a6c27215ec2bab6fa7129",
                    13: "af25455b9226fcb653ca5a30f7f195909b41de440de63c1819f0a504ea56d907",
-                   14: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74"}
+                   14: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74",
+                   15: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

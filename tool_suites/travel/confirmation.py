@@ -19,7 +19,16 @@ from .lexicon import (
     stem,
     stems,
 )
-from .phrases import amount_to_pay, contains, goes_over, holds_still, lets_go, paid_for_a_wish, the_hold
+from .phrases import (
+    amount_to_pay,
+    contains,
+    goes_over,
+    holds_still,
+    lets_go,
+    names_flight_id,
+    paid_for_a_wish,
+    the_hold,
+)
 
 
 class ConfirmationRules:
@@ -42,13 +51,15 @@ class ConfirmationRules:
         said = asked if len(asked) > 3 else whole  # "… before I book bo45612. Shall I?"
         commits = self._commits(said)
         committing = commits or contains(said, ("one", "you", stem("want"))) or any(  # "Is that the flight you want?"
-            contains(said, ("is", that, "the", stem("flight"), "you", stem("want"))) for that in ("that", "this"))
+            said[k + 1:k + 6] == [that, "the", stem("flight"), "you", stem("want")] and said[k + 6:k + 7] not in (
+                ["me"], ["us"], ["to"]) for k, w in enumerate(said) if w == "is" for that in ("that", "this"))
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         # (not a request to do something else with it: "Do you want me to keep hold H1 active while I check?")
         # ("… want me to also release H1?": an adverb before the verb)
         other_act = any(w == stem("want") and said[i + 1:i + 3] in (["me", "to"], ["us", "to"])
                         and set([v for v in said[i + 3:i + 5] if v not in ("also", "just", "now", "first")][:1])
                         & OTHER_ACTS for i, w in enumerate(said))
+        other_act = other_act and stem("take") not in said  # not "… want me to keep it simple and take AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said and not other_act:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
         # (a release is no payment, however okay: "Is it okay if I release hold H1 now?")
@@ -72,7 +83,7 @@ class ConfirmationRules:
         return {w for i, w in enumerate(words) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(words, i)
                 and not paid_for_a_wish(words, i) and not self._goes_with_a_kind(words, i)
                 and not self._pays_in_a_choice(words, i)
-                and not goes_over(words, i)}
+                and not goes_over(words, i) and not (w == "go" and stem("let") in words[max(0, i - 5):i])}
 
     def _pays_in_a_choice(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is the traveller paying in a choice between wishes: "keep Borealis and pay more,
@@ -80,6 +91,8 @@ class ConfirmationRules:
         wait?")."""
         if words[i] != stem("pay") or "or" not in words or i and words[i - 1] in ("i", "we"):
             return False
+        if words[i + 1:i + 2] == ["for"]:
+            return False  # "Would you prefer to pay for H1 now, or …?" pays for it
         return bool(set(words[i + 1:i + 4]) & {"more", "extra"} or {stem("rather"), stem("prefer")} & set(words))
 
     def _goes_with_a_kind(self, words: list[str], i: int) -> bool:
@@ -88,8 +101,8 @@ class ConfirmationRules:
         if words[i] != "go" or words[i + 1:i + 2] != ["with"]:
             return False
         rest = [w for w in words[i + 2:i + 4] if w not in ("a", "an", "the")]
-        if any(len(a) == 2 and a.isalpha() and b.isdigit() for a, b in zip(words[i + 2:i + 6], words[i + 3:i + 7])):
-            return False  # "go with Borealis BO45612" names the flight (its id read as "bo", "45612")
+        if names_flight_id(words[i + 2:]):
+            return False  # "go with Borealis BO45612", "… the other Aster Air flight, AS12310?" name the flight
         kinds = AIRLINE | {stem("another"), stem("cheaper"), stem("different"), stem("other")}
         return bool(rest) and (rest[0] in kinds or any(words[i + 2:i + 2 + len(a)] == list(a) for a in self._airlines))
 

@@ -25,7 +25,8 @@ ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")  # "is 2026-03-12 fine?" asks ab
 #: a sentence wishing the traveller well ("I hope your day is going well") is not a question
 WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|your)\b|\s*thanks?\b", re.I)
 #: the trip named as the agent's purpose ("To book your flight from Lisbon to Oslo I will need …"): stated, not asked
-ROUTE_PURPOSE = re.compile(r"\bto\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?(?:your|a|the)\s+"
+ROUTE_PURPOSE = re.compile(r"(?:^|(?<=[.!?]\s))\s*to\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?"
+                           r"(?:your|a|the)\s+"
                            r"(?:best\s+|right\s+)?(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s*(?:\s+to\s+|\u2192|\u2013|-)\s*\w+\s+flight)\b,?",
                            re.I)
 #: "departure and arrival cities" names the route (not a departure date)
@@ -290,7 +291,7 @@ BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")
 #: (and what it will do meanwhile: "… keep hold H1 active while I check more dates?")
 #: (or the condition it states: "is any day in that window fine, as long as it is outside the Lantern Week?")
 PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)"
-                            r"|(?:while|whilst)\s+(?:i|we)|(?:as|so)\s+long\s+as)\b[^.?!]*", re.I)
+                            r"|(?:while|whilst)\s+(?:i|we)|(?:as|so)\s+long\s+as)\b(?:(?!,?\s+or\b)[^.?!])*", re.I)
 #: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
 OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
@@ -344,7 +345,8 @@ FLIGHT_DESCRIBED = re.compile(r"\s+(?:for|on)\s+(?:your|the|a|this)\s+(?:[\w\u20
                               r"(?:\s+(?:with|on|from|to|in|between)\s+[^,?;]*)?", re.I)
 BUDGET_ASKED = re.compile(r"\bwhat(?:'s|\s+is|\s+would\s+be)\s+(?:the|your)\s+(?:budget|price\s+limit|max(?:imum)?)\b",
                           re.I)
-ASKS_AGAIN = re.compile(r"\b(?:and|which|what|when|whether|if|do|does|are|is|would|could|can|any)\b", re.I)
+ASKS_AGAIN = re.compile(r"\b(?:and|rather|instead|which|what|when|whether|if|do|does|are|is|would|could|can|any)\b",
+                        re.I)
 MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s+want\s+me\b", re.I)
 #: words before "pay" that make it an amount: "what you want to pay", "the most you'd pay", "how much to pay"
 AMOUNT_WORDS = _cue("what", "much", "most", "max", "maximum", "limit", "willing", "prepared", "upto")

@@ -141,6 +141,8 @@ def lets_go(words: list[str]) -> bool:
         end = i + 2 if w == stem("let") and words[i + 1:i + 2] == ["go"] else i + 1 if w in RELEASE else None
         if end is not None and set(words[end:end + 4]) & (HOLD_WORDS | {"it", "seat"}):
             return True
+        if w == stem("let") and "go" in words[i + 2:i + 6] and set(words[i + 1:words.index("go", i)]) & HOLD_WORDS:
+            return True  # "let hold H1 go"
     return False
 
 
@@ -201,7 +203,14 @@ def paid_for_a_wish(words: list[str], i: int) -> bool:
     j = i + 1
     while j < min(len(words), i + 8) and (words[j] in EXTRA_PAID or words[j].isdigit()):
         j += 1
+    if names_flight_id(words[j:]) or set(words[j:j + 5]) & (HOLD_WORDS | {stem("seat")}):
+        return False  # "pay $345 to keep your seat on AS12301?" pays for the flight
     return j > i + 1 and words[j:j + 1] == ["to"] and bool(set(words[j + 1:j + 2]) & PAID_FOR)
+
+
+def names_flight_id(words: list[str]) -> bool:
+    """Whether the stems name a flight id (read as two letters and a number: "bo", "45612")."""
+    return any(len(a) == 2 and a.isalpha() and b.isdigit() and len(b) >= 3 for a, b in zip(words, words[1:]))
 
 
 def goes_over(words: list[str], i: int) -> bool:

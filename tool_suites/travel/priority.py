@@ -20,6 +20,7 @@ from .lexicon import (
     EVENT_CLASH,
     EVENTS,
     EXCEED,
+    EXTRAS,
     FIRM,
     FLEXIBLE,
     HOLD_WORDS,
@@ -39,6 +40,7 @@ from .lexicon import (
     PURPOSE,
     QUESTION_START,
     SAVING,
+    SEATING,
     SWITCH,
     TRADE_OFF,
     WHICH_PRONOUN,
@@ -68,6 +70,7 @@ class PriorityRules:
     def _about_priority(self, words: list[str]) -> bool:
         words = adjectival_prefer(words)  # "your preferred airline" chooses nothing
         ws = set(words)
+        extras = ws & (EXTRAS | SEATING)  # paying more for a bag or legroom trades no wish
         cues = ws & PRIORITY
         if ws & EVENTS:
             cues -= EVENT_CLASH
@@ -120,10 +123,10 @@ class PriorityRules:
                 if left and right and left != right:
                     return True
         # an amount paid for another wish: "Would you be willing to pay $40 more to fly on your preferred date?"
-        if any(paid_for_a_wish(words, i) and self._mentions(words[words.index("to", i) + 1:]) - {"budget"}
-               for i in range(len(words))):
+        if not extras and any(paid_for_a_wish(words, i) and self._mentions(words[words.index("to", i) + 1:])
+                              - {"budget"} for i in range(len(words))):
             return True
-        if stem("worth") in ws and ws & {"extra", "more"} and self._mentions(words) - {"budget"}:
+        if stem("worth") in ws and ws & {"extra", "more"} and self._mentions(words) - {"budget"} and not extras:
             return True  # "Is flying with Borealis worth an extra $50 to you?"
         if any(self._exceeded_for(words, i) for i in range(len(words))):
             return True  # "would you be willing to exceed it slightly to fly with Borealis?"
@@ -136,7 +139,11 @@ class PriorityRules:
         if beyond and "if" in ws and self._mentions(words[words.index("if") + 1:]) - {"budget"}:
             return True
         weighing = {stem("matter"), stem("strict"), stem("firm"), stem("flexible"), "must"} | WISH_NOUNS | IMPORTANT
-        if ws & weighing and ws & {stem("compared"), "than"} and len(self._mentions(words)) >= 2:
+        # (a "than" before an amount compares amounts: "Must the fare stay lower than $400, and …?")
+        amount = ("$", "€", "£")
+        than = any(w == "than" and not (words[k + 1:k + 2] and (words[k + 1] in amount or words[k + 1].isdigit()))
+                   for k, w in enumerate(words))
+        if ws & weighing and (stem("compared") in ws or than) and len(self._mentions(words)) >= 2:
             return True  # "how much does the date matter compared with price?"
         if "if" in ws and ws & SAVING:  # "would you fly a day later if it saves you $50?"
             i = words.index("if")

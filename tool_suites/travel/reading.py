@@ -147,6 +147,7 @@ from .lexicon import (
     FLIGHT_ONLY,
     FLYING,
     GIVING,
+    HOLD_WORDS,
     HOW_MUCH_NEXT,
     INCLUDES,
     INDIRECT,
@@ -326,7 +327,8 @@ class Reader(ConfirmationRules, PriorityRules):
             if (not slots and "which" in words and len(self._mentions(whole)) >= 2
                     and set(whole) & (WORTH_TRADE | TRADE_NAMED)):  # not a plain list of flights
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
-            if not slots and set(words) & DROP_OR_KEEP and "one" in words and len(self._mentions(whole)) >= 2:
+            if (not slots and set(words) & DROP_OR_KEEP and "one" in words and len(self._mentions(whole)) >= 2
+                    and not set(words) & HOLD_WORDS):  # not "Should I keep one of them on hold for you?"
                 return Reading("ask", ["priority"])  # "… the date and the budget both matter. Keep one: which?"
             if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK and not (
                     stem("window") in words and stem("avoid") not in words  # "any day in that window, …?"
