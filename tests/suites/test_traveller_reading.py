@@ -32,7 +32,8 @@ FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.t
          "round28": "traveller_questions_round28.tsv",
          "round29": "traveller_questions_round29.tsv",
          "round30": "traveller_questions_round30.tsv", "round31": "traveller_questions_round31.tsv",
-         "round32": "traveller_questions_round32.tsv", "round33": "traveller_questions_round33.tsv"}
+         "round32": "traveller_questions_round32.tsv", "round33": "traveller_questions_round33.tsv",
+         "round34": "traveller_questions_round34.tsv", "round35": "traveller_questions_round35.tsv"}
 
 
 def corpus() -> list[tuple[str, str, str]]:
@@ -525,7 +526,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    12: "5f66ee649539822b95b5b5c02c1d358e1a7bc7c3543a6c27215ec2bab6fa7129",
                    13: "af25455b9226fcb653ca5a30f7f195909b41de440de63c1819f0a504ea56d907",
                    14: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74",
-                   15: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74"}
+                   15: "5187923441e9efa72f962c2d5dea7892c9733f08b587cb4ed94511cfaf297b74",
+                   16: "b956d4172159880c6c5a2884fe7c5aba1b3e9c5e7f6a6baf093f9e25ecb4c6e9"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

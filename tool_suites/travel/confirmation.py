@@ -56,9 +56,11 @@ class ConfirmationRules:
         # a flight the asking part names itself, with no choice in it: "Do you want CL12311?", a bare "AS12301?"
         # (not a request to do something else with it: "Do you want me to keep hold H1 active while I check?")
         # ("… want me to also release H1?": an adverb before the verb)
-        other_act = any(w == stem("want") and said[i + 1:i + 3] in (["me", "to"], ["us", "to"])
-                        and set([v for v in said[i + 3:i + 5] if v not in ("also", "just", "now", "first")][:1])
-                        & OTHER_ACTS for i, w in enumerate(said))
+        # ("Do you want to keep H1 while I keep searching?")
+        other_act = any(w == stem("want") and (said[i + 1:i + 3] in (["me", "to"], ["us", "to"]) and set(
+            [v for v in said[i + 3:i + 5] if v not in ("also", "just", "now", "first")][:1]) & OTHER_ACTS
+                        or said[i + 1:i + 2] == ["to"] and set(said[i + 2:i + 3]) & OTHER_ACTS)
+                        for i, w in enumerate(said))
         other_act = other_act and stem("take") not in said  # not "… want me to keep it simple and take AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said and not other_act:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3

@@ -29,6 +29,11 @@ ROUTE_PURPOSE = re.compile(r"(?:^|(?<=[.!?]\s))\s*to\s+(?:book|find|search\s+for
                            r"(?:your|a|the)\s+"
                            r"(?:best\s+|right\s+)?(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s*(?:\s+to\s+|\u2192|\u2013|-)\s*\w+\s+flight)\b,?",
                            re.I)
+#: a sentence restating what the traveller wants ("You want to fly Lisbon to Oslo."): context when nothing ends in "?"
+RECAP = re.compile(r"\s*you(?:'re|\s+are)?\s+(?:want|said|mentioned|need|would\s+like|wish|flying)\b[^?]*\.\s*$", re.I)
+#: the agent's offer to book the trip ("I'd be happy to help you book a flight from Lisbon to Oslo."): stated
+HELP_ROUTE = re.compile(r"\bhelp\s+(?:you\s+)?(?:to\s+)?(?:book|find)\s+(?:a|your|the)\s+flight\s+from\s+\w+\s+to\s+\w+"
+                        r"\b(?!\s*,?\s*or\b)", re.I)
 #: "departure and arrival cities" names the route (not a departure date)
 ROUTE_PAIR = re.compile(r"\b(?:departure|arrival|origin|destination)\s+(?:and|or|&|/)\s+"
                         r"(?:departure|arrival|origin|destination)\s+(?:cit(?:y|ies)|airports?|points?)\b", re.I)

@@ -157,8 +157,24 @@ class PriorityRules:
             return True  # "if the cheapest flight were on a different airline, would you still take it?"
         if "or" in ws and ws & {stem("prefer"), stem("rather"), stem("take"), stem("stay"), stem("stick")}:  # packages
             i = words.index("or")
-            if len(self._mentions(words[:i])) >= 2 and len(self._mentions(words[i + 1:])) >= 2:
+            festival = bool(ws & EVENTS)  # "avoid it" is the event's only when one is named
+            left, right = self._wishes(words[:i], festival), self._wishes(words[i + 1:], festival)
+            if len(left) >= 2 and len(right) >= 2:
                 return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
+            # "Do you prefer avoiding the festival or staying under budget?"
+            choosing = ws & {stem("prefer"), stem("rather")}
+            if choosing and left and right and not left & right and "events" in left | right:
+                return True
+        if "or" in ws and ws & FLEXIBLE and ws & {"more", "less"}:  # "Is the date or the budget more flexible?"
+            i = words.index("or")
+            left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
+            if left and right and not left & right:
+                return True
+        # a higher fare accepted for another wish: "Would you accept a slightly higher price to fly on your date?"
+        for t, w in enumerate(words[:-1]):
+            if w == "to" and words[t + 1] in PAID_FOR and self._mentions(words[t + 1:]) - {"budget"} and any(
+                    a in (stem("higher"), stem("pricier")) and b in BUDGET for a, b in zip(words[:t], words[1:t + 1])):
+                return True
         if which_pronoun and mentioned >= 2 and (ws & (CHOICE | {stem("prefer")}) or ws & LESS_MORE and "or" in ws):
             return True  # "…on the wrong airline: which should I prefer?", "which would bother you less: X, or Y?"
         if mentioned >= 2:  # a choice between two wishes
@@ -189,10 +205,13 @@ class PriorityRules:
         ``whole``: whether the question as a whole asks the priority."""
         # "A couple of quick questions: what's your budget, …, and if …, what matters most?"
         lead = LEAD_IN.match(asking)
-        if lead and QUESTION_START.match(asking[lead.end():]) and not self._clause_slots(*[stems(lead.group(0))] * 2):
+        needs = lead and re.search(r"\b(?:need|provide|share|know)\W*$", lead.group(0), re.I)  # "… I need: your …"
+        if lead and (QUESTION_START.match(asking[lead.end():]) or needs) and not self._clause_slots(
+                *[stems(lead.group(0))] * 2):
             asking = asking[lead.end():]
-        request = DETAILS_REQUEST.match(asking)  # "Please provide the following details: travel date, budget, …"
-        if not (QUESTION_START.match(asking) or INDIRECT.match(asking) or request):  # "Please let me know your budget, and …"
+        request = DETAILS_REQUEST.match(asking) or needs  # "Please provide the following details: travel date, …"
+        # "Please let me know your budget, and …"
+        if not (QUESTION_START.match(asking) or INDIRECT.match(asking) or request):
             return []
         cues = PRIORITY | CHOICE | SWITCH | TRADE_OFF | {stem("prefer")}  # "would you still want it if …?"
         # the last split first: "Which airline do you prefer, and which days can you fly? And if the two conflict,
@@ -203,7 +222,8 @@ class PriorityRules:
             # each side a question of its own: the head about "you", the rest opening like a question
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
                     or not ({"you", stem("your")} & set(head_words) or request) or set(head_words) & NOTIFY
-                    or not (QUESTION_START.match(rest) or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I)
+                    or not (QUESTION_START.match(rest)
+                            or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I)
                             # "…, and the order of importance of these if not all can be met."
                             or re.match(r"\W*(?:the|your)\s+(?:order|ranking|priorit)", rest, re.I))):
                 continue
@@ -226,6 +246,12 @@ class PriorityRules:
             return False
         after = words[to + 1:]  # "exceed your budget to avoid the festival" trades it for the event
         return bool(self._mentions(after) - {"budget"} or set(after) & EVENTS)
+
+    def _wishes(self, words: list[str], festival: bool) -> set[str]:
+        """The wishes a stretch of text names, the event to avoid among them ("avoid it and pay more", when the
+        question names a ``festival``)."""
+        avoided = festival and stem("avoid") in words
+        return self._mentions(words) | ({"events"} if set(words) & EVENTS or avoided else set())
 
     def _raises_budget(self, words: list[str]) -> bool:
         """Whether the words raise the budget: "go over budget", "stretch the budget", "increase your budget",

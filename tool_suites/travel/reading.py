@@ -147,6 +147,7 @@ from .lexicon import (
     FLIGHT_ONLY,
     FLYING,
     GIVING,
+    HELP_ROUTE,
     HOLD_WORDS,
     HOW_MUCH_NEXT,
     INCLUDES,
@@ -168,6 +169,7 @@ from .lexicon import (
     QUESTION_START,
     QUOTED,
     QUOTED_OUTPUT,
+    RECAP,
     REFER_BACK,
     REPORT,
     ROUTE,
@@ -242,6 +244,7 @@ class Reader(ConfirmationRules, PriorityRules):
             question = QUOTED_OUTPUT.sub(r"\1. ", question)
         question = dash_ends_statement(question)
         question = ROUTE_PURPOSE.sub(" ", question)  # "To book your flight from Lisbon to Oslo I will need …": stated
+        question = HELP_ROUTE.sub("help", question)  # "I'd be happy to help you book a flight from Lisbon to Oslo."
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
         flight = self._confirmed(question, sentences)
         if flight is not None:
@@ -256,6 +259,7 @@ class Reader(ConfirmationRules, PriorityRules):
             kept = [x for x in sentences if not WELL_WISH.match(x)]
             # "Now I have the route. Budget, airline, date: …" (not "I have to confirm your travel dates.")
             asked = [x for x in kept if not REPORT.match(x) or {"you", stem("your")} & set(stems(x))]
+            asked = [x for x in asked if not RECAP.match(x)] or asked  # "You want to fly Lisbon to Oslo. what is …"
             kept = asked or kept
             if not kept:
                 return Reading("ask", [])
