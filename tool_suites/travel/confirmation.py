@@ -27,6 +27,7 @@ from .phrases import (
     lets_go,
     names_flight_id,
     paid_for_a_wish,
+    pays_more,
     the_hold,
 )
 
@@ -95,7 +96,7 @@ class ConfirmationRules:
             return False
         if words[i + 1:i + 2] == ["for"]:
             return False  # "Would you prefer to pay for H1 now, or …?" pays for it
-        return bool(set(words[i + 1:i + 4]) & {"more", "extra"} or {stem("rather"), stem("prefer")} & set(words))
+        return pays_more(words, i) or bool({stem("rather"), stem("prefer")} & set(words))
 
     def _goes_with_a_kind(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is "go with" a kind of flight rather than one flight ("or go with a cheaper

@@ -55,12 +55,14 @@ def date_cues(words: list[str]) -> set[str]:
     for i, w in enumerate(words):
         if w not in DATES:
             continue
-        if clock and (w == stem("departure") or w in (stem("early"), stem("late")) and i and words[i - 1] == "too"):
-            continue
         before = words[i - 1] if i else ""
         after = words[i + 1] if i + 1 < len(words) else ""
-        if w in (stem("early"), stem("late")) and before == "too" and i >= 2 and words[i - 2] in ("it", "that", "this"):
-            continue  # "…, or is it too early?": what it refers to was asked, not a date
+        if clock and w == stem("departure"):
+            continue
+        # "the 08:15 departure … too early?", "…, or is it too early?": what it refers to was asked, not a date
+        if w in (stem("early"), stem("late")) and before == "too" and (clock or i >= 2 and words[i - 2] in (
+                "it", "that", "this")):
+            continue
         timed = (stem("arrival"), stem("departure"), stem("flight"), "morn", stem("evening"), stem("night"), "at")
         if w in (stem("early"), stem("late")) and (after in timed or before in (stem("arrive"), stem("land"))):
             continue  # "is a late arrival okay for you?", "an early flight", "arrives late at night": a time of day
@@ -200,9 +202,7 @@ def paid_for_a_wish(words: list[str], i: int) -> bool:
     for AS12301?")."""
     if words[i] != stem("pay") or i and words[i - 1] in ("i", "we") or words[max(0, i - 2):i] == ["me", "to"]:
         return False
-    j = i + 1
-    while j < min(len(words), i + 8) and (words[j] in EXTRA_PAID or words[j].isdigit()):
-        j += 1
+    j = past_amount(words, i + 1, i + 8)
     if names_flight_id(words[j:]) or set(words[j:j + 5]) & (HOLD_WORDS | {stem("seat")}):
         return False  # "pay $345 to keep your seat on AS12301?" pays for the flight
     return j > i + 1 and words[j:j + 1] == ["to"] and bool(set(words[j + 1:j + 2]) & PAID_FOR)
@@ -217,10 +217,21 @@ def goes_over(words: list[str], i: int) -> bool:
     """Whether ``words[i]`` goes over something, an amount between ("go over budget", "going $40 over budget")."""
     if words[i] not in (stem("go"), stem("going")):
         return False
-    j = i + 1
-    while j < min(len(words), i + 5) and (words[j] in EXTRA_PAID or words[j].isdigit()):
-        j += 1
+    j = past_amount(words, i + 1, i + 5)
     return words[j:j + 1] in (["over"], ["abov"], ["beyond"])
+
+
+def past_amount(words: list[str], j: int, stop: int) -> int:
+    """The index after the amount that starts at ``words[j]`` ("$", "40", "a bit more"), looking no further than
+    ``stop``."""
+    while j < min(len(words), stop) and (words[j] in EXTRA_PAID or words[j].isdigit()):
+        j += 1
+    return j
+
+
+def pays_more(words: list[str], i: int, reach: int = 3) -> bool:
+    """Whether ``words[i]`` is "pay" with "more" or "extra" within ``reach`` words after it ("pay a bit more")."""
+    return words[i] == stem("pay") and bool(set(words[i + 1:i + 1 + reach]) & {"more", "extra"})
 
 
 def contains(words: list[str], seq: tuple[str, ...]) -> bool:

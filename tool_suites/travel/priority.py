@@ -48,7 +48,16 @@ from .lexicon import (
     stem,
     stems,
 )
-from .phrases import adjectival_prefer, contains, goes_over, leaves, numbered_items, ordinal, paid_for_a_wish
+from .phrases import (
+    adjectival_prefer,
+    contains,
+    goes_over,
+    leaves,
+    numbered_items,
+    ordinal,
+    paid_for_a_wish,
+    pays_more,
+)
 
 
 class PriorityRules:
@@ -62,7 +71,7 @@ class PriorityRules:
         """The wishes a stretch of text names (for ``rather X or Y``)."""
         dated = set(words) & DATES - {stem("leave"), stem("depart")} or leaves(words) or ordinal(words)
         # paying more names the budget: "keep the airline and pay a bit more, or save money with another carrier?"
-        more = any(w == stem("pay") and set(words[i + 1:i + 5]) & {"more", "extra"} for i, w in enumerate(words))
+        more = any(pays_more(words, i, reach=4) for i in range(len(words)))
         return {s for s, cues in (("budget", BUDGET), ("airline", AIRLINE)) if set(words) & cues or s == "budget"
                 and more} | (
             {"airline"} if self._names_airline(words) else set()) | ({"dates"} if dated else set())
@@ -258,8 +267,7 @@ class PriorityRules:
         "pay more"."""
         ws = set(words)
         over = any(goes_over(words, k) or w in EXCEED | {stem("increase"), stem("raise")} for k, w in enumerate(words))
-        return bool(over and ws & BUDGET) or any(w == stem("pay") and set(words[k + 1:k + 4]) & {"more", "extra"}
-                                                 for k, w in enumerate(words))
+        return bool(over and ws & BUDGET) or any(pays_more(words, k) for k in range(len(words)))
 
     def _switched(self, words: list[str]) -> bool:
         """One sentence's choice by a weak verb (:data:`SWITCH`): a different wish on each side of its "or"
@@ -274,9 +282,8 @@ class PriorityRules:
         # over the budget, or another wish given up: "Should I go over budget, or book a flight during the festival?"
         # (or "Should I stretch the budget, or book a cheaper airline?", "you want pay more or other airline?")
         left, right = words[:i], words[i + 1:]
-        wishes = self._mentions(right) | ({"events"} if set(right) & EVENTS else set())
-        if self._raises_budget(left) and wishes - {"budget"} or self._raises_budget(right) and (
-                self._mentions(left) - {"budget"}):
+        if (self._raises_budget(left) and self._wishes(right, festival=False) - {"budget"}
+                or self._raises_budget(right) and self._mentions(left) - {"budget"}):
             return True
         # a named airline or a cheaper one: "Do you want Borealis or the cheaper one?"
         cheaper = {stem("cheaper"), stem("cheapest"), stem("lower")}
