@@ -27,27 +27,9 @@ FRESH = DATA / "traveller_questions_fresh.tsv"
 FINAL = DATA / "traveller_questions_final.tsv"
 ROUND4 = DATA / "traveller_questions_round4.tsv"
 #: later rounds, one file each, named by their split
-ROUNDS = {"round5": DATA / "traveller_questions_round5.tsv", "round6": DATA / "traveller_questions_round6.tsv",
-          "round7": DATA / "traveller_questions_round7.tsv", "round8": DATA / "traveller_questions_round8.tsv",
-          "round9": DATA / "traveller_questions_round9.tsv", "round10": DATA / "traveller_questions_round10.tsv",
-          "round11": DATA / "traveller_questions_round11.tsv",
-          "round12": DATA / "traveller_questions_round12.tsv", "round13": DATA / "traveller_questions_round13.tsv",
-          "round14": DATA / "traveller_questions_round14.tsv", "round15": DATA / "traveller_questions_round15.tsv",
-          "round16": DATA / "traveller_questions_round16.tsv", "round17": DATA / "traveller_questions_round17.tsv",
-          "round18": DATA / "traveller_questions_round18.tsv", "round19": DATA / "traveller_questions_round19.tsv",
-          "round20": DATA / "traveller_questions_round20.tsv",
-          "round21": DATA / "traveller_questions_round21.tsv",
-          "round22": DATA / "traveller_questions_round22.tsv",
-          "round23": DATA / "traveller_questions_round23.tsv",
-          "round24": DATA / "traveller_questions_round24.tsv",
-          "round25": DATA / "traveller_questions_round25.tsv",
-          "round26": DATA / "traveller_questions_round26.tsv",
-          "round27": DATA / "traveller_questions_round27.tsv",
-          "round28": DATA / "traveller_questions_round28.tsv",
-          "round29": DATA / "traveller_questions_round29.tsv",
-          "round30": DATA / "traveller_questions_round30.tsv", "round31": DATA / "traveller_questions_round31.tsv",
-          "round32": DATA / "traveller_questions_round32.tsv", "round33": DATA / "traveller_questions_round33.tsv",
-          "round34": DATA / "traveller_questions_round34.tsv", "round35": DATA / "traveller_questions_round35.tsv"}
+#: (a new round's file is added here only after its first measurement, in its header)
+LAST_ROUND = 35
+ROUNDS = {f"round{n}": DATA / f"traveller_questions_round{n}.tsv" for n in range(5, LAST_ROUND + 1)}
 SPLITS = ("dev", "heldout", "fresh", "final", "round4", *ROUNDS)
 
 
