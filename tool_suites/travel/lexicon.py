@@ -46,7 +46,7 @@ QUESTION_OPENER = re.compile(r"\s*(?:(?:also|and|plus|oh|ok|okay)\W+)?(?:what|wh
 INDIRECT = re.compile(r"\s*(?:(?:please|so|now|also|and)\W+)?(?:i(?:'d| would)?\s+(?:like|need|want|love)\s+to\s+know|"
                       r"(?:(?:could|can|would|will)\s+you\s+(?:please\s+)?)?"
                       r"(?:let me know|tell me|share|provide|give me|send me|confirm))\s+"
-                      r"(?:what|which|when|where|how|who|whether|if|your)\b"
+                      r"(?:what|which|when|where|how|who|whether|if|your|the)\b"
                       r"(?!\s+(?:you|it|that|we|this)(?:'re|'ve|'s|\s+are|\s+have|\s+is)\b)", re.I)
 #: pictographs and emoji ("Great! ✈️ Could you tell me …"): no slot's meaning, and they hide a sentence's opening
 EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]+")
@@ -383,7 +383,7 @@ ARRIVAL = _cue("land", "arrive", "get", "reach", "return")
 
 #: after "when" these make it a conjunction about the booking, not a question about the date
 WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we", "searching",
-                "looking", "booking", "comparing", "checking")
+                "looking", "booking", "comparing", "checking", "selecting", "choosing", "picking")
 
 #: a route word after these names where something is ("a car at your destination", "for this route"),
 #: it does not ask which route

@@ -214,8 +214,9 @@ def names_flight_id(words: list[str]) -> bool:
 
 
 def goes_over(words: list[str], i: int) -> bool:
-    """Whether ``words[i]`` goes over something, an amount between ("go over budget", "going $40 over budget")."""
-    if words[i] not in (stem("go"), stem("going")):
+    """Whether ``words[i]`` goes over something, an amount between ("go over budget", "going $40 over budget",
+    "pay over your budget")."""
+    if words[i] not in (stem("go"), stem("going"), stem("pay"), stem("spend")):
         return False
     j = past_amount(words, i + 1, i + 5)
     return words[j:j + 1] in (["over"], ["abov"], ["beyond"])
