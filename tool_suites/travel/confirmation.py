@@ -12,6 +12,7 @@ from .lexicon import (
     AMOUNT_ASKED,
     ANY_FLIGHT,
     COMMIT_WORDS,
+    EXTRAS,
     HOLD_ID,
     HOLD_WORDS,
     MAY_WE,
@@ -65,6 +66,13 @@ class ConfirmationRules:
         other_act = other_act and stem("take") not in said  # not "… want me to keep it simple and take AS12301?"
         if not committing and self._named(asking) is not None and "or" not in said and not other_act:
             committing = set(said) & {stem("want"), stem("take")} or len(said) <= 3
+        # a flight named before a bare "Do you want it?" ("I held AS12301 for you, it's $280. Do you want it?")
+        want = stem("want")
+        wants_it = said[-2:] == [want, "it"] or said[-3:] in ([want, "this", "one"], [want, "that", "one"])
+        # (not an extra offered: "AS12301 has a meal for $12. Do you want it?")
+        if (not committing and wants_it and len(said) <= 5 and not set(whole) & EXTRAS
+                and self._named(question, last=True) is not None):
+            committing = True
         # (a release is no payment, however okay: "Is it okay if I release hold H1 now?")
         if not committing or holds_still(said) or lets_go(said) and not commits - ACCEPT:
             return None  # "Do you want me to release hold H1 and search again?"

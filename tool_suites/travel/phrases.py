@@ -252,6 +252,13 @@ def ordinal(words: list[str]) -> bool:
     return any(a.isdigit() and len(a) <= 2 and b in ("st", "nd", "rd", "th") for a, b in zip(words, words[1:]))
 
 
+def bare_date(words: list[str]) -> bool:
+    """Whether a clause is a date and nothing else ("March 13", "the 14th"): an alternative to the date before it
+    ("does Lantern Week end on March 12 or March 13?"), not a question of its own."""
+    return bool(words) and all(w in DATES or w.isdigit() or w in ("st", "nd", "rd", "th", "the", "on", "of")
+                               for w in words)
+
+
 def holds_still(words: list[str]) -> bool:
     """"Does that still hold?", "does it hold true": the verb, not a seat on hold."""
     return any(a in ("still", "that", "it") and b == stem("hold") or a == stem("hold") and b in ("true", "up")

@@ -41,6 +41,7 @@ from .lexicon import (
     QUESTION_START,
     SAVING,
     SEATING,
+    SENTENCE,
     SWITCH,
     TRADE_OFF,
     WHICH_PRONOUN,
@@ -212,6 +213,13 @@ class PriorityRules:
         """The slots of a question that asks them first and then the priority, each on its own ("Are you
         flexible on the date, and would you rather move it than pay more?"); [] for any other question.
         ``whole``: whether the question as a whole asks the priority."""
+        # "Hello! I'd be glad to help. Please share your …, and which of these matters most …": the greeting
+        # and the statements before the request ask nothing
+        opening = SENTENCE.split(asking)
+        while len(opening) > 1 and not self._clause_slots(*[stems(opening[0])] * 2) and not (
+                QUESTION_START.match(opening[0]) or INDIRECT.match(opening[0])):
+            opening = opening[1:]
+        asking = " ".join(opening)
         # "A couple of quick questions: what's your budget, …, and if …, what matters most?"
         lead = LEAD_IN.match(asking)
         needs = lead and re.search(r"\b(?:need|provide|share|know)\W*$", lead.group(0), re.I)  # "… I need: your …"
@@ -291,7 +299,8 @@ class PriorityRules:
             return True
         # the nearest verb of giving up or keeping before the "or": "If I can't find Aster Air on your dates,
         # should I drop the airline or the date?"
-        verb = max((j for j, w in enumerate(words[:i]) if w in DROP_OR_KEEP), default=None)
+        # (or change: "If Borealis is sold out, should I change the date or the airline?")
+        verb = max((j for j, w in enumerate(words[:i]) if w in DROP_OR_KEEP | SWITCH), default=None)
         if verb is None:
             return False
         left, right = self._mentions(words[verb:i]), self._mentions(words[i + 1:])

@@ -191,6 +191,7 @@ from .lexicon import (
 )
 from .phrases import (
     DATE_NOUNS,
+    bare_date,
     contains,
     dash_ends_statement,
     date_cues,
@@ -317,6 +318,8 @@ class Reader(ConfirmationRules, PriorityRules):
                             and (not QUESTION_START.match(clause) or EVENT_SUBJECT.match(clause))
                             and not {"you", stem("your")} & set(clause_words) and set(clause_words) & EVENT_BACK):
                         continue  # "any events … that might reduce availability around 12 to 13 March?"
+                    if event and found == ["dates"] and bare_date(clause_words):
+                        continue  # "does Lantern Week end on March 12 or March 13?"
                     if "events" in found and stem("outside") in clause_words and set(clause_words) & DATE_NOUNS:
                         # "which date outside Lantern Week would you like?": the traveller's date
                         found = [s for s in found if s not in ("events", "dates")] + ["dates"]
@@ -351,7 +354,7 @@ class Reader(ConfirmationRules, PriorityRules):
                     return Reading("ask", sorted(named))
             listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
             too_soon = "too" in words and set(words) & {stem("early"), stem("late")}  # "Is that too early for you?"
-            if (not slots and set(words) & (REFER_BACK | {"one", stem("limit"), stem("figure")}) and not too_soon
+            if (not slots and set(words) & (REFER_BACK | {"one", "two", stem("limit"), stem("figure")}) and not too_soon
                     and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed):  # not "a seat … if free?"
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
@@ -404,6 +407,9 @@ class Reader(ConfirmationRules, PriorityRules):
                                                [stem("free"), "of"])}
         budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i) and i not in free
                        and (judged or not set(words[i + 1:i + 2]) & QUOTED)}  # "is the price shown per person?"
+        if "or" in question and ws & {stem("whatever"), stem("whichever")} and budget_cues <= {
+                stem("cheap"), stem("cheaper"), stem("cheapest")}:
+            budget_cues = set()  # "Any airline preference, or should I just go with whatever is cheapest?": a default
         if ws & INCLUDES and ws & EXTRAS and not judged:  # "does the Cirrus Lines fare include a checked bag?"
             budget_cues -= {stem("fare"), stem("fares"), stem("price"), stem("prices"), stem("ticket")}
         if whole & PAY_METHODS:
