@@ -43,6 +43,10 @@ DATE_NOUNS = frozenset({stem("date"), stem("dates"), stem("day"), stem("days")})
 ADJ_BEFORE = frozenset({stem("your"), "a", "the", "my", "any", "their", "our"})
 
 
+#: "before I search …": what the agent does meanwhile
+WHILE_SEARCHING = {stem(w) for w in ("before", "while", "until", "after")}
+
+
 def date_cues(words: list[str]) -> set[str]:
     """The date cues of a clause, less those that do not ask for a date: ``when`` as a conjunction about
     the booking ("message me when it's done"), a cue after a preposition of time ("a reminder before
@@ -52,6 +56,11 @@ def date_cues(words: list[str]) -> set[str]:
         return out
     # a clock time's departure ("Is the 08:15 departure too early for you?"): a time of day
     clock = any(a.isdigit() and b in (stem("departure"), stem("arrival")) for a, b in zip(words, words[1:]))
+    # what the agent will do about a hold first: "Should I release hold H1 before I search other dates?"
+    meanwhile = next((k for k in range(len(words) - 2) if words[k] in WHILE_SEARCHING
+                      and words[k + 1] in ("i", "we") and words[k + 2] in SEARCHING), None)
+    if meanwhile is not None and HOLD_WORDS & set(words[:meanwhile]):
+        words = words[:meanwhile]
     for i, w in enumerate(words):
         if w not in DATES:
             continue

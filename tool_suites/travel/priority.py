@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from .airlines import AirlineRules
 from .lexicon import (
     AIRLINE,
     BETTER,
@@ -61,10 +62,11 @@ from .phrases import (
 )
 
 
-class PriorityRules:
+class PriorityRules(AirlineRules):
     """Mixed into :class:`.reading.Reader`: the priority rules need the world's airlines (``_airlines``, each a
-    tuple of stems); the two that split a question into its slots and its priority (``_listed``,
-    ``_slots_then_priority``) also read its parts with the reader's ``read`` and ``_clause_slots``."""
+    tuple of stems, read by :class:`.airlines.AirlineRules`); the two that split a question into its slots and its
+    priority (``_listed``, ``_slots_then_priority``) also read its parts with the reader's ``read`` and
+    ``_clause_slots``."""
 
     _airlines: list[tuple[str, ...]]
 
@@ -305,7 +307,4 @@ class PriorityRules:
             return False
         left, right = self._mentions(words[verb:i]), self._mentions(words[i + 1:])
         return bool(left and right and not left & right)
-
-    def _names_airline(self, words: list[str]) -> bool:
-        return any(contains(words, name) for name in self._airlines)
 

@@ -122,9 +122,6 @@ from dataclasses import dataclass, field
 from .confirmation import ConfirmationRules
 from .lexicon import (
     ADDING,
-    AIRLINE,
-    AIRLINE_CHOICE,
-    AIRLINE_THINGS,
     AMOUNT_ASKED,
     ANY_FLIGHT,
     ASKS_AGAIN,
@@ -145,7 +142,6 @@ from .lexicon import (
     EXTRAS,
     FLIGHT_DESCRIBED,
     FLIGHT_ONLY,
-    FLYING,
     GIVING,
     HELP_ROUTE,
     HOLD_WORDS,
@@ -162,7 +158,6 @@ from .lexicon import (
     PAY_METHODS,
     PAY_WORDS,
     PLACES,
-    PLANES,
     PRIORITY,
     PURPOSE_CLAUSE,
     QUESTION_OPENER,
@@ -361,25 +356,6 @@ class Reader(ConfirmationRules, PriorityRules):
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
         return Reading("ask", slots)
 
-    def _airline_thing(self, words: list[str]) -> bool:
-        """Whether an airline the words name is a thing's: followed by it ("the Aster Air app", "the airline's
-        policy") or after it and a preposition ("a bag on Borealis", "a number for your preferred airline")."""
-        if not set(words) & AIRLINE_THINGS:
-            return False
-        spans = [(i, i) for i, w in enumerate(words) if w in AIRLINE]
-        spans += [(i, i + len(name) - 1) for name in self._airlines for i in range(len(words) - len(name) + 1)
-                  if tuple(words[i:i + len(name)]) == name]
-        for start, end in spans:
-            if set([w for w in words[end + 1:end + 4] if w != "s"][:2]) & AIRLINE_THINGS:
-                return True
-            j = start - 1
-            while j >= 0 and words[j] in ("the", stem("your"), stem("prefer"), "this", "that", "their", "a"):
-                j -= 1
-            if j >= 1 and words[j] in ("on", "of", "for", "with", "at") and set(words[max(0, j - 3):j]) & (
-                    AIRLINE_THINGS):
-                return True
-        return False
-
     def _clause_slots(self, words: list[str], question: list[str] = ()) -> list[str]:
         """The slots one clause asks; ``question`` is the whole asking text's stems (a payment method or a
         currency named in another clause changes what "pay" or "prices" mean here)."""
@@ -431,24 +407,7 @@ class Reader(ConfirmationRules, PriorityRules):
         if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS
                 or bounded or pockets):
             out.append("budget")
-        # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
-        airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
-        named = self._names_airline(words)
-        # every airline named is a thing's ("the airline's cancellation policy", "the Aster Air app", "a bag on
-        # Borealis", "a frequent flyer number for your preferred airline"): no airline is asked, unless chosen
-        # ("which airline's app do you use?"; not "your preferred airline", nor wanting the thing itself)
-        # an airline that is a thing's is chosen only by "which" ("which airline's app?"; not "does Egret Air's meal
-        # service matter to you?", "do you want the Aster Air app?")
-        choosing = ws & {"which"} if self._airline_thing(words) else ws & AIRLINE_CHOICE
-        if contains(words, (stem("any"), stem("airline"))):  # "a member of any airline's loyalty program?" asks one
-            choosing = choosing | {"any"}
-        things = {w for i, w in enumerate(words) if w in AIRLINE_THINGS and words[i + 1:i + 2] != ["of"]
-                  and words[i - 1:i] != ["into"]}  # not "… that I should take into account?"
-        if things and not choosing:  # not "a number of airlines in mind"
-            airline_cues, named = set(), False
-        if (airline_cues or named or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
-                or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
-                or "whose" in ws and ws & PLANES):
+        if self._asks_airline(words, whole):
             out.append("airline")
         # (or "a preferred departure time on 2026-03-12?": a date given, as "on date", is not asked)
         day_nouns = {w for i, w in enumerate(words) if w in DATE_NOUNS and words[i - 1:i] != ["on"]
@@ -470,7 +429,8 @@ class Reader(ConfirmationRules, PriorityRules):
                         for a, b in pairs)
         dated = date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or ordinal(words) or (
             leaves(words) and not leave_from and not any(  # "you're departing from Lisbon …?" states the route
-                w in (stem("leave"), stem("depart")) and words[i + 1:i + 2] == ["from"] for i, w in enumerate(words)))
+                w in (stem("leave"), stem("depart")) and words[i + 1:i + 2] and (  # (or "departing Lisbon, …?")
+                    words[i + 1] == "from" or words[i + 1] in self._cities) for i, w in enumerate(words)))
         # "an event you're timing this trip around" (not "what timing works best, and any events?")
         timing = date_cues(words) == {"timing"} and whole & EVENTS and not ws & {"what", "which", "when"}
         # not "is your passport valid for six months?", "a check-in date for the room", "the weather on arrival day"
@@ -491,7 +451,7 @@ class Reader(ConfirmationRules, PriorityRules):
         # ("the weather forecast in Oslo for when you arrive?"), or when the flight gets there, no date asked ("Is it
         # okay if the flight arrives late at night in Oslo?")
         elsewhere = ws & (LODGING | WEATHER | EXTRAS) or weather or not dated and ws & (
-            TIMES_OF_DAY | {stem("late"), stem("early"), stem("night")})
+            TIMES_OF_DAY | {stem("late"), stem("early"), stem("night"), stem("time")})  # "… before a certain time?"
         # "are you based in Lisbon?"
         home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
         named_city = not out and any(w in self._cities and not (located(words, i) and (
