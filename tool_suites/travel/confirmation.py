@@ -17,6 +17,7 @@ from .lexicon import (
     HOLD_WORDS,
     MAY_WE,
     OTHER_ACTS,
+    TIMES_OF_DAY,
     stem,
     stems,
 )
@@ -31,6 +32,10 @@ from .phrases import (
     pays_more,
     the_hold,
 )
+
+YES_OR_NO = re.compile(r"\byes\s+or\s+no\b", re.I)
+#: what an "is it OK?" judges when the asking part names it: the flight's time, not the flight
+TIME_JUDGED = TIMES_OF_DAY | {stem(w) for w in ("early", "earlier", "late", "later", "start", "time", "hour")}
 
 
 class ConfirmationRules:
@@ -47,6 +52,7 @@ class ConfirmationRules:
         # go ahead …): "EG55120 is $276. Is that affordable?" asks the budget; the one the asking part
         # names wins ("H2 was released. Shall I book EG55120 instead?")
         asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
+        asking = YES_OR_NO.sub(" ", asking)  # "Do you want flight AS12301? yes or no?" offers no choice
         if AMOUNT_ASKED.search(asking) and not MAY_WE.search(asking):
             return None  # "To choose between DW77701 and CL12311, how high are you willing to go?"
         asked, whole = stems(asking), stems(question)
@@ -73,6 +79,9 @@ class ConfirmationRules:
         if (not committing and wants_it and len(said) <= 5 and not set(whole) & EXTRAS
                 and self._named(question, last=True) is not None):
             committing = True
+        # (a time of day judged, not the flight: "AS12301 departs at 06:10. Is such an early start OK for you?")
+        if commits and commits <= ACCEPT and set(asked) & TIME_JUDGED:
+            return None
         # (a release is no payment, however okay: "Is it okay if I release hold H1 now?")
         if not committing or holds_still(said) or lets_go(said) and not commits - ACCEPT:
             return None  # "Do you want me to release hold H1 and search again?"

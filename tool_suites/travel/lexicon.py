@@ -28,7 +28,9 @@ WELL_WISH = re.compile(r"\s*(?:i\s+)?(?:hope|wish)\b|\s*(?:have|enjoy)\s+(?:a|yo
 ROUTE_PURPOSE = re.compile(r"(?:^|(?<=[.!?]\s))\s*to\s+(?:book|find|search\s+for|get|reserve)\s+(?:you\s+)?"
                            r"(?:your|a|the)\s+"
                            r"(?:best\s+|right\s+)?"
-                           r"(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s*(?:\s+to\s+|\u2192|\u2013|-)\s*\w+\s+flight)\b,?",
+                           r"(?:flight\s+from\s+\w+\s+to\s+\w+|\w+\s*(?:\s+to\s+|\u2192|\u2013|-)\s*\w+\s+flight"
+                           # "To find the best Borealis flight for you, …" (a capitalised name, never a flight id)
+                           r"|(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?\s+flight(?:\s+for\s+you)?)\b,?",
                            re.I)
 #: a sentence restating what the traveller wants ("You want to fly Lisbon to Oslo."): context when nothing ends in "?"
 RECAP = re.compile(r"\s*you(?:'re|\s+are)?\s+(?:want|said|mentioned|need|would\s+like|wish|flying)\b[^?]*\.\s*$", re.I)

@@ -72,7 +72,8 @@ def date_cues(words: list[str]) -> set[str]:
         if w in (stem("early"), stem("late")) and before == "too" and (clock or i >= 2 and words[i - 2] in (
                 "it", "that", "this")):
             continue
-        timed = (stem("arrival"), stem("departure"), stem("flight"), "morn", stem("evening"), stem("night"), "at")
+        timed = (stem("arrival"), stem("departure"), stem("flight"), "morn", stem("evening"), stem("night"), "at",
+                 stem("start"))  # "such an early start"
         if w in (stem("early"), stem("late")) and (after in timed or before in (stem("arrive"), stem("land"))):
             continue  # "is a late arrival okay for you?", "an early flight", "arrives late at night": a time of day
         if w == "when" and after in WHEN_NOT:

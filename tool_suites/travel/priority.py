@@ -240,7 +240,8 @@ class PriorityRules(AirlineRules):
             head_words, rest_words = stems(head), stems(rest)
             # each side a question of its own: the head about "you", the rest opening like a question
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
-                    or not ({"you", stem("your")} & set(head_words) or request) or set(head_words) & NOTIFY
+                    or not ({"you", stem("your")} & set(head_words) or request or QUESTION_START.match(head))
+                    or set(head_words) & NOTIFY
                     or not (QUESTION_START.match(rest)
                             or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I)
                             # "…, and the order of importance of these if not all can be met."
