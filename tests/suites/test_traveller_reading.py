@@ -512,7 +512,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    17: "05cff1127ff9d7d12f9517adf757a72cd9ff25f28885e5eb2b98b7b3923bad9f",
                    18: "7465f700c5abc034d6c81acc2d399a5d386412ba2be1d6380585e2701e5bac65",
                    19: "6aff0698b6f46f529a92296c7ae012f2ca2bb9e835f8192e6347cb24c9cfa82c",
-                   20: "066fa9de498812165d57363c5f0a51de27f0a7e5b679e17e48b9d6ed174f2215"}
+                   20: "066fa9de498812165d57363c5f0a51de27f0a7e5b679e17e48b9d6ed174f2215",
+                   21: "9cb90a9b8c2f75186dbe1de07d810ce6e37df756c66e9419c0d3a18e0bbe11f5"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

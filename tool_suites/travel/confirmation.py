@@ -51,8 +51,9 @@ class ConfirmationRules:
         # a flight or hold named anywhere is confirmed only by a question that commits (book, pay, ticket,
         # go ahead …): "EG55120 is $276. Is that affordable?" asks the budget; the one the asking part
         # names wins ("H2 was released. Shall I book EG55120 instead?")
-        asking = " ".join(x for x in sentences if x.rstrip().endswith("?")) or question
-        asking = YES_OR_NO.sub(" ", asking)  # "Do you want flight AS12301? yes or no?" offers no choice
+        # "Do you want flight AS12301? yes or no?", "AS12301 - yes or no?" offer no choice
+        question = YES_OR_NO.sub(" ", question)
+        asking = YES_OR_NO.sub(" ", " ".join(x for x in sentences if x.rstrip().endswith("?"))) or question
         if AMOUNT_ASKED.search(asking) and not MAY_WE.search(asking):
             return None  # "To choose between DW77701 and CL12311, how high are you willing to go?"
         asked, whole = stems(asking), stems(question)
@@ -81,6 +82,10 @@ class ConfirmationRules:
             committing = True
         # (a time of day judged, not the flight: "AS12301 departs at 06:10. Is such an early start OK for you?")
         if commits and commits <= ACCEPT and set(asked) & TIME_JUDGED:
+            return None
+        # (or another act than paying: "Is it OK if I keep hold H1 active while I look for other options?")
+        if commits and commits <= ACCEPT and any(a == "if" and b in ("i", "we") and c in OTHER_ACTS
+                                                 for a, b, c in zip(asked, asked[1:], asked[2:])):
             return None
         # (a release is no payment, however okay: "Is it okay if I release hold H1 now?")
         if not committing or holds_still(said) or lets_go(said) and not commits - ACCEPT:

@@ -191,7 +191,10 @@ class PriorityRules(AirlineRules):
             return True  # "…on the wrong airline: which should I prefer?", "which would bother you less: X, or Y?"
         if mentioned >= 2:  # a choice between two wishes
             # "rather X or Y", "favour X over Y", "prefer X over Y", "over budget: still pick it?"
-            return bool(ws & CONTRAST and ws & CHOICE
+            # (a verb of choosing just before the "or" is one of the alternatives and chooses nothing: "your
+            # spending limit, and any airline you favour or want to avoid?")
+            choice = {w for k, w in enumerate(words) if w in CHOICE and words[k + 1:k + 2] != ["or"]}
+            return bool(ws & CONTRAST and choice
                         or "over" in ws and ws & (CHOICE | {stem("prefer"), stem("take")}))
         return False
 

@@ -326,15 +326,16 @@ class Reader(ConfirmationRules, PriorityRules):
             whole = stems(question)
             if stem("worth") in words and len(self._mentions(whole)) >= 2 and set(whole) & WORTH_TRADE:
                 return Reading("ask", ["priority"])  # "$80 cheaper, but with another carrier: worth switching?"
-            if (not slots and "which" in words and len(self._mentions(whole)) >= 2
-                    and set(whole) & (WORTH_TRADE | TRADE_NAMED)):  # not a plain list of flights
+            # (not a plain list of flights, nor "… both at the same price. Which departure time suits you?")
+            if (not slots and "which" in words and len(self._mentions(whole)) >= 2 and stem("time") not in words
+                    and set(whole) & (WORTH_TRADE | TRADE_NAMED)):
                 return Reading("ask", ["priority"])  # "one is over budget, the other on another airline: which?"
             if (not slots and set(words) & DROP_OR_KEEP and "one" in words and len(self._mentions(whole)) >= 2
                     and not set(words) & HOLD_WORDS):  # not "Should I keep one of them on hold for you?"
                 return Reading("ask", ["priority"])  # "… the date and the budget both matter. Keep one: which?"
             if set(slots) <= {"dates"} and set(whole) & EVENTS and set(words) & REFER_BACK and not (
                     stem("window") in words and stem("avoid") not in words  # "any day in that window, …?"
-                    or stem("outside") in words):  # "Which date outside it would you like?": the traveller's
+                    or stem("outside") in whole):  # "Which date outside it would you like?": the traveller's
                 return Reading("ask", ["events"])  # "there is a festival in March: avoid those dates?"
             if not slots and set(words) & {"these", "those", "them"} and set(words) & GIVING:
                 for part in context:  # "I need your travel date(s), …, and which matters most. Could you share those?"
