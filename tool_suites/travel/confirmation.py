@@ -108,7 +108,8 @@ class ConfirmationRules:
         return {w for i, w in enumerate(words) if w in COMMIT_WORDS | ACCEPT and not amount_to_pay(words, i)
                 and not paid_for_a_wish(words, i) and not self._goes_with_a_kind(words, i)
                 and not self._pays_in_a_choice(words, i)
-                and not goes_over(words, i) and not (w == "go" and stem("let") in words[max(0, i - 5):i])}
+                and not goes_over(words, i) and not (w == "go" and stem("let") in words[max(0, i - 5):i])
+                and not (pays_more(words, i) and "than" in words)}  # "Would a day later be better than paying more?"
 
     def _pays_in_a_choice(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is the traveller paying in a choice between wishes: "keep Borealis and pay more,

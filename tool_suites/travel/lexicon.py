@@ -299,7 +299,9 @@ BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")
 #: (and what it will do meanwhile: "… keep hold H1 active while I check more dates?")
 #: (or the condition it states: "is any day in that window fine, as long as it is outside the Lantern Week?")
 PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)"
-                            r"|(?:while|whilst)\s+(?:i|we)|(?:as|so)\s+long\s+as)\b(?:(?!,?\s+or\b)[^.?!])*", re.I)
+                            r"|(?:while|whilst)\s+(?:i|we)|(?:as|so)\s+long\s+as"
+                            # "Should I release hold H1 since you'd rather fly Borealis?": a reason, stated
+                            r"|(?:since|because)\s+(?:you|your))\b(?:(?!,?\s+or\b)[^.?!])*", re.I)
 #: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
 OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")

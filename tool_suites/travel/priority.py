@@ -103,7 +103,8 @@ class PriorityRules(AirlineRules):
             return True  # "one wish you'd happily let go of", "what would you let go of first?"
         if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:
             return True  # "I assume the date trumps everything else?"
-        if stem("sooner") in ws and "than" in words:  # "you'd sooner pay a bit more than move your date"
+        # "you'd sooner pay a bit more than move your date", "would flying a day later be better than paying more?"
+        if ws & {stem("sooner"), stem("better"), stem("rather")} and "than" in words:
             i = words.index("than")
             left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])
             if left and right and not left & right:
