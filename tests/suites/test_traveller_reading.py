@@ -514,7 +514,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    19: "6aff0698b6f46f529a92296c7ae012f2ca2bb9e835f8192e6347cb24c9cfa82c",
                    20: "066fa9de498812165d57363c5f0a51de27f0a7e5b679e17e48b9d6ed174f2215",
                    21: "9cb90a9b8c2f75186dbe1de07d810ce6e37df756c66e9419c0d3a18e0bbe11f5",
-                   22: "d2155faabd72c3432ff8215053a1472d80732546f99b37a2ee28e6036e2557b6"}
+                   22: "d2155faabd72c3432ff8215053a1472d80732546f99b37a2ee28e6036e2557b6",
+                   23: "44d9bba166d1e8c4a3f0e82ce883661fe5278dee2f4857ebd7e6162416759bd1"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

@@ -3,7 +3,7 @@ names is only a thing's ("the Aster Air app", "a bag on Borealis")."""
 
 from __future__ import annotations
 
-from .lexicon import AIRLINE, AIRLINE_CHOICE, AIRLINE_THINGS, FLYING, PLANES, stem
+from .lexicon import AIRLINE, AIRLINE_CHOICE, AIRLINE_THINGS, FLYING, HOLD_WORDS, PLANES, stem
 from .phrases import contains
 
 
@@ -19,6 +19,9 @@ class AirlineRules:
         # "company" is an airline only next to flying ("which company operates the flight"), not "for your company"
         airline_cues = ws & AIRLINE if ws & FLYING else ws & AIRLINE - {stem("company")}
         named = self._names_airline(words)
+        # a hold on one flight, named by its airline: "Do you want me to place a new hold on that Borealis flight?"
+        if named and ws & HOLD_WORDS and self._the_airlines_flight(words):
+            named = False
         # every airline named is a thing's ("the airline's cancellation policy", "the Aster Air app", "a bag on
         # Borealis", "a frequent flyer number for your preferred airline"): no airline is asked, unless chosen
         # ("which airline's app do you use?"; not "your preferred airline", nor wanting the thing itself)
@@ -56,6 +59,12 @@ class AirlineRules:
                     AIRLINE_THINGS):
                 return True
         return False
+
+    def _the_airlines_flight(self, words: list[str]) -> bool:
+        """Whether the words name one flight by its airline ("that Borealis flight", "the Aster Air one")."""
+        return any(words[i - 1:i] in (["the"], ["that"], ["this"]) and words[i + len(name):i + len(name) + 1] in (
+            [stem("flight")], ["one"], [stem("seat")]) for name in self._airlines for i in range(1, len(words))
+            if tuple(words[i:i + len(name)]) == name)
 
     def _names_airline(self, words: list[str]) -> bool:
         return any(contains(words, name) for name in self._airlines)

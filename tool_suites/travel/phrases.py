@@ -269,6 +269,11 @@ def bare_date(words: list[str]) -> bool:
                                for w in words)
 
 
+def verb_place(words: list[str]) -> set[str]:
+    """{"place"} when the words use it as a verb ("Do you want me to place a new hold?"), not a location."""
+    return {w for i, w in enumerate(words) if w == stem("place") and words[i - 1:i] in (["to"], ["i"], ["we"])}
+
+
 def holds_still(words: list[str]) -> bool:
     """"Does that still hold?", "does it hold true": the verb, not a seat on hold."""
     return any(a in ("still", "that", "it") and b == stem("hold") or a == stem("hold") and b in ("true", "up")

@@ -198,6 +198,7 @@ from .phrases import (
     ordinal,
     priced_extra,
     return_trip,
+    verb_place,
 )
 from .priority import PriorityRules
 
@@ -404,7 +405,10 @@ class Reader(ConfirmationRules, PriorityRules):
                        for a, b, c in zip(words, words[1:], words[2:]))
         pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
         # "could you go a bit higher?" (after a report of the fares)
-        pockets = pockets or any(w == stem("go") and "higher" in words[i + 1:i + 4] for i, w in enumerate(words))
+        # (or "What is the most you could go up to?", "could you go up to $350?")
+        pockets = pockets or any(w == stem("go") and ("higher" in words[i + 1:i + 4] or words[i + 1:i + 3] == [
+            "up", "to"] and (i + 3 == len(words) or words[i + 3] in ("$", "€", "£") or words[i + 3].isdigit()))
+            for i, w in enumerate(words))
         if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS
                 or bounded or pockets):
             out.append("budget")
@@ -445,7 +449,7 @@ class Reader(ConfirmationRules, PriorityRules):
         # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
         # ("a taxi to the airport")
         where = ("where" in ws and (ws & TRAVEL_VERBS or len(words) == 1 and whole & TRAVEL_VERBS)
-                 or ws & PLACES and ws & (TRAVEL_VERBS - {"to", "from"})
+                 or ws & PLACES - verb_place(words) and ws & (TRAVEL_VERBS - {"to", "from"})
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
         # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
@@ -455,7 +459,8 @@ class Reader(ConfirmationRules, PriorityRules):
             TIMES_OF_DAY | {stem("late"), stem("early"), stem("night"), stem("time")})  # "… before a certain time?"
         # "are you based in Lisbon?"
         home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
-        named_city = not out and any(w in self._cities and not (located(words, i) and (
+        named_city = not out and any(w in self._cities and not ((located(words, i) or elsewhere and words[
+            i - 1:i] in (["from"], ["to"])) and (
             elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home))) for i, w in enumerate(words))
         first_visit = contains(words, (stem("first"), stem("time")))  # "Is this your first time visiting Oslo?"
         if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back \

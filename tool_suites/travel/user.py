@@ -33,8 +33,9 @@ RETRIEVABLE = {"events"}
 #: round 21; 5: after round 22; 6: after round 23; 7: after round 24; 8: after round 25; 9: after round 26;
 #: 10: after round 27; 11: after round 28; 12: after round 29; 13: after rounds 30 and 31; 14: after rounds 32 and
 #: 33; 15: after a review of rounds 19–33's rules by 90 probes; 16: after rounds 34 and 35; 17: after round 36;
-#: 18: after round 37; 19: after round 38; 20: after round 39; 21: after round 40; 22: after round 41.
-READER_VERSION = 22
+#: 18: after round 37; 19: after round 38; 20: after round 39; 21: after round 40; 22: after round 41;
+#: 23: after round 42.
+READER_VERSION = 23
 
 
 class Traveller:
