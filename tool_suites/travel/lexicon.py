@@ -85,7 +85,7 @@ REPORT = re.compile(r"\s*(?:(?:now|ok|okay|so|great|thanks|right)\W+)?(?:i|we)(?
                     r"\s+searched|\s+checked|\s+looked|\s+see)\b", re.I)
 #: a numbered list's marker: "(1) your airline, (2) your dates", "1) … 2) …", "1. … 2. …" (SENTENCE does not
 #: split after a marker)
-NUMBERED = re.compile(r"(?:^|(?<=[\s:;,]))(?:\(([1-9])\)|([1-9])[).])(?=\s)")
+NUMBERED = re.compile(r"(?:^|(?<=[\s:;,]))(?:\(([1-9a-eA-E])\)|([1-9])[).]|([a-eA-E])\))(?=\s)")  # or "(a) …, (b) …"
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")

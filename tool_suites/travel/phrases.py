@@ -269,6 +269,14 @@ def bare_date(words: list[str]) -> bool:
                                for w in words)
 
 
+def visiting(words: list[str]) -> bool:
+    """Whether the words offer to look something up for the stay ("Would you also like me to look up what
+    festivals are happening in Oslo while you're there?"), not ask which event the trip must avoid ("What events
+    are on while you'd be there?")."""
+    offer = contains(words, ("me", "to")) and bool(set(words) & {stem("like"), stem("want")})
+    return offer and (contains(words, ("while", "you", "re", "there")) or contains(words, (stem("your"), stem("stay"))))
+
+
 def verb_place(words: list[str]) -> set[str]:
     """{"place"} when the words use it as a verb ("Do you want me to place a new hold?"), not a location."""
     return {w for i, w in enumerate(words) if w == stem("place") and words[i - 1:i] in (["to"], ["i"], ["we"])}
@@ -282,9 +290,10 @@ def holds_still(words: list[str]) -> bool:
 
 def numbered_items(text: str) -> list[str]:
     """A numbered list's lead and items ("Please provide: (1) your airline, (2) your dates" → the lead, "your
-    airline,", "your dates"), or [] when the text has no list numbered from 1 in order."""
+    airline,", "your dates"), or [] when the text has no list numbered from 1 (or lettered from a) in order."""
     marks = [m for m in NUMBERED.finditer(text)]
-    numbers = [int(m.group(1) or m.group(2)) for m in marks]
+    marked = [m.group(1) or m.group(2) or m.group(3) for m in marks]
+    numbers = [int(x) if x.isdigit() else ord(x.lower()) - ord("a") + 1 for x in marked]
     if len(marks) < 2 or numbers != list(range(1, len(marks) + 1)):
         return []
     bounds = [m.start() for m in marks] + [len(text)]

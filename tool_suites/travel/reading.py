@@ -199,6 +199,7 @@ from .phrases import (
     priced_extra,
     return_trip,
     verb_place,
+    visiting,
 )
 from .priority import PriorityRules
 
@@ -369,7 +370,7 @@ class Reader(ConfirmationRules, PriorityRules):
         # "something going on in the city" is an event (not "going on a trip")
         if events_named(words) or any(t == (stem("going"), "on", "in") for t in zip(words, words[1:], words[2:])):
             # not "buy tickets for the festival?", "a hotel near the festival venue?"
-            if ws & BUYING and event_tickets(words) or ws & LODGING:
+            if ws & BUYING and event_tickets(words) or ws & LODGING or visiting(words):
                 return []
             where = any(a in ("which", "what") and b in PLACES for a, b in zip(words, words[1:]))
             return ["events", "route"] if where else ["events"]  # "which city is the conference in?"
@@ -462,8 +463,9 @@ class Reader(ConfirmationRules, PriorityRules):
         named_city = not out and any(w in self._cities and not ((located(words, i) or elsewhere and words[
             i - 1:i] in (["from"], ["to"])) and (
             elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home))) for i, w in enumerate(words))
-        first_visit = contains(words, (stem("first"), stem("time")))  # "Is this your first time visiting Oslo?"
+        # not "Is this your first time visiting Oslo?", "Which terminal does your flight leave from in Lisbon?"
+        there = contains(words, (stem("first"), stem("time"))) or ws & {stem("terminal"), stem("gate")}
         if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back \
-                and not first_visit:
+                and not there:
             out.append("route")
         return out
