@@ -89,9 +89,9 @@ def test_reads_at_least_97_percent_of_each_split(split):
     slots = [read(t, lab, q) for lab, q in rows if lab != "none" and not lab.startswith("confirm:")]
     none = [read(t, lab, q) for lab, q in rows if lab == "none"]
     confirm = [read(t, lab, q) for lab, q in rows if lab.startswith("confirm:")]
-    assert sum(slots) / len(slots) >= 0.97, split
-    assert sum(none) / len(none) >= 0.97, split
-    assert sum(confirm) / len(confirm) >= 0.97, split
+    assert slots or none or confirm, split
+    for kind in (slots, none, confirm):  # (round44 holds questions about nothing only)
+        assert not kind or sum(kind) / len(kind) >= 0.97, split
 
 
 def test_reading_is_deterministic():
@@ -516,7 +516,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    21: "9cb90a9b8c2f75186dbe1de07d810ce6e37df756c66e9419c0d3a18e0bbe11f5",
                    22: "d2155faabd72c3432ff8215053a1472d80732546f99b37a2ee28e6036e2557b6",
                    23: "44d9bba166d1e8c4a3f0e82ce883661fe5278dee2f4857ebd7e6162416759bd1",
-                   24: "7a0576aecc2b95e5d328f19a7a0d81123f6514542ab7676ab5f5859f3c2a0054"}
+                   24: "7a0576aecc2b95e5d328f19a7a0d81123f6514542ab7676ab5f5859f3c2a0054",
+                   25: "c7a9967e062fcba698cdcf9da5fd415df15c674087625f5c0d03be1f0da61343"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

@@ -8,6 +8,7 @@ import re
 
 from .lexicon import (
     ACCEPT,
+    ADDING,
     AIRLINE,
     AMOUNT_ASKED,
     ANY_FLIGHT,
@@ -83,6 +84,10 @@ class ConfirmationRules:
         # (a time of day judged, not the flight: "AS12301 departs at 06:10. Is such an early start OK for you?")
         if commits and commits <= ACCEPT and set(asked) & TIME_JUDGED:
             return None
+        # (an extra added to the booking: "Do you need checked baggage added to this booking?", "Would you like a
+        # meal added if I end up booking a flight like this?")
+        if set(asked) & EXTRAS and set(asked) & ADDING and not commits & {stem("pay"), stem("confirm")}:
+            return None
         # (or another act than paying: "Is it OK if I keep hold H1 active while I look for other options?")
         if commits and commits <= ACCEPT and any(a == "if" and b in ("i", "we") and c in OTHER_ACTS
                                                  for a, b, c in zip(asked, asked[1:], asked[2:])):
@@ -109,7 +114,8 @@ class ConfirmationRules:
                 and not paid_for_a_wish(words, i) and not self._goes_with_a_kind(words, i)
                 and not self._pays_in_a_choice(words, i)
                 and not goes_over(words, i) and not (w == "go" and stem("let") in words[max(0, i - 5):i])
-                and not (pays_more(words, i) and "than" in words)}  # "Would a day later be better than paying more?"
+                and not (pays_more(words, i) and "than" in words)  # "Would a day later be better than paying more?"
+                and not (w == "go" and words[i + 1:i + 2] == [stem("further")])}  # "… before we go further?"
 
     def _pays_in_a_choice(self, words: list[str], i: int) -> bool:
         """Whether ``words[i]`` is the traveller paying in a choice between wishes: "keep Borealis and pay more,

@@ -235,7 +235,8 @@ LODGING = _cue("hotel", "hotels", "accommodation", "hostel", "airbnb", "checkin"
 FLIGHT_NOUNS = _cue("flight", "flights", "ticket", "tickets", "fare", "fares", "trip", "seat", "journey")
 EXTRAS = _cue("parking", "bag", "bags", "baggage", "luggage", "insurance", "upgrade", "upgrades", "lounge", "wifi",
               "meal", "meals", "hotel", "hotels", "taxi", "transfer", "car", "rental", "tour", "tours", "refund",
-              "refunds", "cancellation", "allowance", "service", "services", "boarding")
+              "refunds", "cancellation", "allowance", "service", "services", "boarding", "train", "bus", "metro",
+              "shuttle", "transport", "transportation")
 #: a seat and its kinds: a thing the question's own "it" may stand for ("a seat with extra legroom if it is free?")
 SEATING = _cue("seat", "seats", "legroom", "aisle", "window")
 #: a city event's tickets to buy: an offer of a service, not a question about the trip's purpose
@@ -303,7 +304,7 @@ PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|m
                             # "Should I release hold H1 since you'd rather fly Borealis?": a reason, stated
                             r"|(?:since|because)\s+(?:you|your))\b(?:(?!,?\s+or\b)[^.?!])*", re.I)
 #: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
-OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel")
+OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel", "do", "leave")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
 REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")
@@ -325,7 +326,8 @@ NOTIFY = _cue("notify", "notification", "notifications", "remind", "reminder", "
 PAY_METHODS = _cue("card", "paypal", "cash", "debit", "credit", "venmo", "transfer", "cheque", "check")
 PAY_WORDS = _cue("pay", "payment", "charge")
 #: the currency prices are shown in ("displayed in euros or in dollars") is a display choice, not the budget
-DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted")
+DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted",
+               "charged", "billed")  # (or paid in: "Would you like to be charged in euros or in US dollars?")
 #: a price as shown or quoted: "is the price shown per person?" asks how it is shown, not the budget
 QUOTED = _cue("shown", "displayed", "listed", "quoted", "advertised")
 #: words that judge a price, so that it stays the budget ("is the price quoted acceptable to you?")
@@ -387,7 +389,8 @@ ARRIVAL = _cue("land", "arrive", "get", "reach", "return")
 
 #: after "when" these make it a conjunction about the booking, not a question about the date
 WHEN_NOT = _cue("it", "that", "this", "everything", "done", "ready", "finished", "complete", "we", "searching",
-                "looking", "booking", "comparing", "checking", "selecting", "choosing", "picking")
+                "looking", "booking", "comparing", "checking", "selecting", "choosing", "picking", "landing",
+                "arriving", "boarding")
 
 #: a route word after these names where something is ("a car at your destination", "for this route"),
 #: it does not ask which route

@@ -43,6 +43,8 @@ DATE_NOUNS = frozenset({stem("date"), stem("dates"), stem("day"), stem("days")})
 ADJ_BEFORE = frozenset({stem("your"), "a", "the", "my", "any", "their", "our"})
 
 
+#: before a departure, these make it a time of day ("a late-night or red-eye departure")
+TIME_OF_DAY_WORDS = TIMES_OF_DAY | {stem("late"), stem("early"), "eye"}
 #: "before I search …": what the agent does meanwhile
 WHILE_SEARCHING = {stem(w) for w in ("before", "while", "until", "after")}
 
@@ -68,6 +70,14 @@ def date_cues(words: list[str]) -> set[str]:
         after = words[i + 1] if i + 1 < len(words) else ""
         if clock and w == stem("departure"):
             continue
+        # "a late-night or red-eye departure", "the hour of departure": a time of day
+        if w == stem("departure") and (set(words[max(0, i - 4):i]) & TIME_OF_DAY_WORDS
+                                       or words[max(0, i - 2):i] in ([stem("hour"), "of"], [stem("time"), "of"])):
+            continue
+        if w == stem("leave") and after in ("it", "them", "that", "this", "h"):
+            continue  # "Do you want me to leave it in place for now?"
+        if w == stem("schedule") and after in (stem("change"), stem("changes")):
+            continue  # "contact you about schedule changes"
         # "the 08:15 departure … too early?", "…, or is it too early?": what it refers to was asked, not a date
         if w in (stem("early"), stem("late")) and before == "too" and (clock or i >= 2 and words[i - 2] in (
                 "it", "that", "this")):
@@ -141,9 +151,10 @@ def extra_first(words: list[str]) -> bool:
 
 def leaves(words: list[str]) -> bool:
     """A verb of leaving whose subject is the traveller or a flight, not "which leaves three carriers"
-    ("the flight that leaves first" still leaves)."""
+    ("the flight that leaves first" still leaves), nor a hold left as it is ("leave it in place")."""
     return any(w in (stem("leave"), stem("depart")) and not (i and words[i - 1] in ("which", "that", "it", "this")
                                                              and not (i >= 2 and words[i - 2] in FLIGHT_NOUNS))
+               and not (w == stem("leave") and words[i + 1:i + 2] in (["it"], ["them"], ["h"]))
                for i, w in enumerate(words))
 
 
@@ -278,8 +289,9 @@ def visiting(words: list[str]) -> bool:
 
 
 def verb_place(words: list[str]) -> set[str]:
-    """{"place"} when the words use it as a verb ("Do you want me to place a new hold?"), not a location."""
-    return {w for i, w in enumerate(words) if w == stem("place") and words[i - 1:i] in (["to"], ["i"], ["we"])}
+    """{"place"} when the words use it as a verb ("Do you want me to place a new hold?") or in "in place" ("leave
+    it in place"), not as a location."""
+    return {w for i, w in enumerate(words) if w == stem("place") and words[i - 1:i] in (["to"], ["i"], ["we"], ["in"])}
 
 
 def holds_still(words: list[str]) -> bool:

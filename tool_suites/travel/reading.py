@@ -180,6 +180,7 @@ from .lexicon import (
     TRAVEL_VERBS,
     WEATHER,
     WELL_WISH,
+    WHEN_NOT,
     WORTH_TRADE,
     stem,
     stems,
@@ -194,6 +195,7 @@ from .phrases import (
     events_named,
     extra_first,
     leaves,
+    lets_go,
     located,
     ordinal,
     priced_extra,
@@ -353,7 +355,8 @@ class Reader(ConfirmationRules, PriorityRules):
             listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
             too_soon = "too" in words and set(words) & {stem("early"), stem("late")}  # "Is that too early for you?"
             if (not slots and set(words) & (REFER_BACK | {"one", "two", stem("limit"), stem("figure")}) and not too_soon
-                    and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed):  # not "a seat … if free?"
+                    and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed  # not "a seat … if free?"
+                    and not (stem("keep") in words or lets_go(words))):  # nor "keep it …, or let it go?"
                 named = self._mentions(stems(" ".join(context)))
                 if len(named) == 1:
                     return Reading("ask", sorted(named))  # "I see four carriers. Do you prefer one of them?"
@@ -394,7 +397,7 @@ class Reader(ConfirmationRules, PriorityRules):
         if whole & PAY_METHODS:
             budget_cues -= PAY_WORDS
         if whole & DISPLAY and whole & CURRENCIES:
-            budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare")}
+            budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare"), stem("charged")}
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
                       and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
@@ -456,15 +459,21 @@ class Reader(ConfirmationRules, PriorityRules):
         # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
         # ("the weather forecast in Oslo for when you arrive?"), or when the flight gets there, no date asked ("Is it
         # okay if the flight arrives late at night in Oslo?")
-        elsewhere = ws & (LODGING | WEATHER | EXTRAS) or weather or not dated and ws & (
-            TIMES_OF_DAY | {stem("late"), stem("early"), stem("night"), stem("time")})  # "… before a certain time?"
+        # (or the way to the airport: "How do you plan to get to Lisbon airport?")
+        elsewhere = ws & (LODGING | WEATHER | EXTRAS | SEATING) or weather or not dated and ws & (
+            TIMES_OF_DAY | {stem("late"), stem("early"), stem("night"), stem("time"), stem("dark"), stem("daylight")}
+        ) or contains(words, (stem("get"), "to")) and stem("airport") in ws  # "… before a certain time / dark?"
         # "are you based in Lisbon?"
         home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
-        named_city = not out and any(w in self._cities and not ((located(words, i) or elsewhere and words[
+        # (a city after "when landing", "when arriving" is where something happens: "… for the view when landing in
+        # Oslo?")
+        when = next((k for k, w in enumerate(words[:-1]) if w == "when" and words[k + 1] in WHEN_NOT), len(words))
+        named_city = not out and any(w in self._cities and i < when and not ((located(words, i) or elsewhere and words[
             i - 1:i] in (["from"], ["to"])) and (
             elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home))) for i, w in enumerate(words))
-        # not "Is this your first time visiting Oslo?", "Which terminal does your flight leave from in Lisbon?"
-        there = contains(words, (stem("first"), stem("time"))) or ws & {stem("terminal"), stem("gate")}
+        # not "Is this your first time visiting Oslo?", "Which terminal does your flight leave from in Lisbon?",
+        # "What is the purpose of your trip to Oslo?"
+        there = contains(words, (stem("first"), stem("time"))) or ws & {stem("terminal"), stem("gate"), stem("purpose")}
         if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back \
                 and not there:
             out.append("route")
