@@ -157,6 +157,11 @@ DATES = _cue("date", "dates", "day", "days", "when", "weekend", "weekday", "week
 ROUTE = _cue("origin", "destination", "route")
 #: times of day: a date cue ("which morning?"), or a time preference ("a morning or an evening departure?")
 TIMES_OF_DAY = _cue("morning", "afternoon", "evening", "night")
+#: the other words of a question that only checks the trip's city ("Just to be sure, you're flying to Oslo, right?")
+ROUTE_CHECK = _cue("you", "are", "re", "is", "your", "the", "a", "just", "to", "from", "confirm", "check", "double",
+                   "make", "sure", "correct", "right", "that", "so", "ok", "okay", "and", "it", "this", "we", "be", "will",
+                   "do", "does", "still", "want", "wish", "plan", "planning", "going", "need", "would", "like", "can",
+                   "i", "am", "in", "or", "not", "of", "out", "city", "cities", "airport", "there")
 #: places that are the trip's only next to a verb of travel ("which city are you flying to")
 PLACES = _cue("city", "cities", "airport", "airports", "place")
 EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",

@@ -168,6 +168,7 @@ from .lexicon import (
     REFER_BACK,
     REPORT,
     ROUTE,
+    ROUTE_CHECK,
     ROUTE_PAIR,
     ROUTE_PURPOSE,
     SEARCHING,
@@ -468,9 +469,17 @@ class Reader(ConfirmationRules, PriorityRules):
         # (a city after "when landing", "when arriving" is where something happens: "… for the view when landing in
         # Oslo?")
         when = next((k for k, w in enumerate(words[:-1]) if w == "when" and words[k + 1] in WHEN_NOT), len(words))
-        named_city = not out and any(w in self._cities and i < when and not ((located(words, i) or elsewhere and words[
-            i - 1:i] in (["from"], ["to"])) and (
-            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home))) for i, w in enumerate(words))
+        placed = {i for i in range(len(words)) if located(words, i) or elsewhere and words[i - 1:i] in (["from"],
+                                                                                                         ["to"])}
+        named = {w for i, w in enumerate(words) if w in self._cities and i < when and not (i in placed and (
+            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home)))}
+        # both ends of the trip, or one and another: "you're flying from Lisbon to Oslo, correct?", "Are you departing
+        # from Lisbon or from another city?" (one city named is context: "your trip to Oslo", "land in Oslo before …")
+        # (or one, in a question that is nothing but a check of the trip: "Are you flying to Oslo?", "Are you based
+        # in Lisbon?", a fragment: "but to Taipei")
+        checked = len(words) <= 3 or not set(words) - TRAVEL_VERBS - self._cities - ROUTE_CHECK - home
+        named_city = not out and bool(named) and (checked or len(whole & self._cities) >= 2 or bool(
+            whole & {stem("another"), stem("other")}))
         # not "Is this your first time visiting Oslo?", "Which terminal does your flight leave from in Lisbon?",
         # "What is the purpose of your trip to Oslo?"
         there = contains(words, (stem("first"), stem("time"))) or ws & {stem("terminal"), stem("gate"), stem("purpose")}

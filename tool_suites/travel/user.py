@@ -34,8 +34,10 @@ RETRIEVABLE = {"events"}
 #: 10: after round 27; 11: after round 28; 12: after round 29; 13: after rounds 30 and 31; 14: after rounds 32 and
 #: 33; 15: after a review of rounds 19–33's rules by 90 probes; 16: after rounds 34 and 35; 17: after round 36;
 #: 18: after round 37; 19: after round 38; 20: after round 39; 21: after round 40; 22: after round 41;
-#: 23: after round 42; 24: after round 43; 25: after round 44.
-READER_VERSION = 25
+#: 23: after round 42; 24: after round 43; 25: after round 44; 26: one city named asks the route only in a check
+#: of the trip (rounds 4–45 read alike; round 44 showed single cities as the first cause of misread questions
+#: about nothing).
+READER_VERSION = 26
 
 
 class Traveller:
