@@ -167,8 +167,6 @@ from .lexicon import (
     RECAP,
     REFER_BACK,
     REPORT,
-    ROUTE,
-    ROUTE_CHECK,
     ROUTE_PAIR,
     ROUTE_PURPOSE,
     SEARCHING,
@@ -176,12 +174,9 @@ from .lexicon import (
     SENTENCE,
     STATED,
     TAG_QUESTION,
-    TIMES_OF_DAY,
     TRADE_NAMED,
-    TRAVEL_VERBS,
     WEATHER,
     WELL_WISH,
-    WHEN_NOT,
     WORTH_TRADE,
     stem,
     stems,
@@ -197,14 +192,13 @@ from .phrases import (
     extra_first,
     leaves,
     lets_go,
-    located,
     ordinal,
     priced_extra,
     return_trip,
-    verb_place,
     visiting,
 )
 from .priority import PriorityRules
+from .route import RouteRules
 
 
 @dataclass
@@ -225,7 +219,7 @@ def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(" + "|".join(parts) + r")(?![-\d])", re.I) if parts else None
 
 
-class Reader(ConfirmationRules, PriorityRules):
+class Reader(ConfirmationRules, PriorityRules, RouteRules):
     """Reads questions for one traveller: its world's flights, holds, airlines and cities."""
 
     def __init__(self, flights: Iterable[str], holds: dict[str, dict], airlines: Iterable[str] = (),
@@ -451,39 +445,7 @@ class Reader(ConfirmationRules, PriorityRules):
                                                               and ws & {"what", "how"})
         if dated and not birth and not ws & (DOCUMENTS | LODGING) and not weather and not timing and not back:
             out.append("dates")
-        # "where"/"which city" with a verb of travel; a place with only "to"/"from" is not enough
-        # ("a taxi to the airport")
-        where = ("where" in ws and (ws & TRAVEL_VERBS or len(words) == 1 and whole & TRAVEL_VERBS)
-                 or ws & PLACES - verb_place(words) and ws & (TRAVEL_VERBS - {"to", "from"})
-                 or any(a in ("which", "what") and b in PLACES for a, b in pairs))
-        routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
-        # a city the question is about, not one it mentions or places something in ("a hotel in Oslo")
-        # ("the weather forecast in Oslo for when you arrive?"), or when the flight gets there, no date asked ("Is it
-        # okay if the flight arrives late at night in Oslo?")
-        # (or the way to the airport: "How do you plan to get to Lisbon airport?")
-        elsewhere = ws & (LODGING | WEATHER | EXTRAS | SEATING) or weather or not dated and ws & (
-            TIMES_OF_DAY | {stem("late"), stem("early"), stem("night"), stem("time"), stem("dark"), stem("daylight")}
-        ) or contains(words, (stem("get"), "to")) and stem("airport") in ws  # "… before a certain time / dark?"
-        # "are you based in Lisbon?"
-        home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
-        # (a city after "when landing", "when arriving" is where something happens: "… for the view when landing in
-        # Oslo?")
-        when = next((k for k, w in enumerate(words[:-1]) if w == "when" and words[k + 1] in WHEN_NOT), len(words))
-        placed = {i for i in range(len(words)) if located(words, i) or elsewhere and words[i - 1:i] in (["from"],
-                                                                                                         ["to"])}
-        named = {w for i, w in enumerate(words) if w in self._cities and i < when and not (i in placed and (
-            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home)))}
-        # both ends of the trip, or one and another: "you're flying from Lisbon to Oslo, correct?", "Are you departing
-        # from Lisbon or from another city?" (one city named is context: "your trip to Oslo", "land in Oslo before …")
-        # (or one, in a question that is nothing but a check of the trip: "Are you flying to Oslo?", "Are you based
-        # in Lisbon?", a fragment: "but to Taipei")
-        checked = len(words) <= 3 or not set(words) - TRAVEL_VERBS - self._cities - ROUTE_CHECK - home
-        named_city = not out and bool(named) and (checked or len(whole & self._cities) >= 2 or bool(
-            whole & {stem("another"), stem("other")}))
-        # not "Is this your first time visiting Oslo?", "Which terminal does your flight leave from in Lisbon?",
-        # "What is the purpose of your trip to Oslo?"
-        there = contains(words, (stem("first"), stem("time"))) or ws & {stem("terminal"), stem("gate"), stem("purpose")}
-        if (routed or where or leave_from or named_city or (stem("start"), stem("point")) in pairs) and not back \
-                and not there:
+        if self._asks_route(words, whole, dated=bool(dated), weather=bool(weather), leave_from=leave_from,
+                            back=back, asked=bool(out)):
             out.append("route")
         return out
