@@ -87,6 +87,8 @@ REPORT = re.compile(r"\s*(?:(?:now|ok|okay|so|great|thanks|right)\W+)?(?:i|we)(?
 #: split after a marker)
 NUMBERED = re.compile(r"(?:^|(?<=[\s:;,]))(?:\(([1-9a-eA-E])\)|([1-9])[).]|([a-eA-E])\))(?=\s)")  # or "(a) …, (b) …"
 HOLD_ID = re.compile(r"\b(H\d+)\b", re.I)
+#: "hold luggage" is checked luggage, no seat on hold ("Will you need hold luggage for your trip?")
+HOLD_LUGGAGE = re.compile(r"\bhold(?=\s+(?:luggage|baggage|bags?)\b)", re.I)
 #: a flight id the world does not have (a made-up one) is still a confirmation: of that id, refused
 ANY_FLIGHT = re.compile(r"\b([A-Z]{2}\d{4,6})(?![-\d])")
 
@@ -235,6 +237,8 @@ DOCUMENTS = _cue("passport", "passports", "visa", "visas", "expiry", "expire", "
 #: things with dates or prices of their own: a hotel's check-in date, the forecast for arrival day, the
 #: price of parking or of an extra bag are not the trip's dates or fare
 WEATHER = _cue("forecast", "forecasts")
+#: after "weather" these make it a weather question ("a short weather summary for your travel week")
+WEATHER_NOUNS = _cue("summary", "report", "update", "updates", "outlook")
 LODGING = _cue("hotel", "hotels", "accommodation", "hostel", "airbnb", "checkin")
 #: what a price is of when it is the flight's ("the cost of the flight with a meal included")
 FLIGHT_NOUNS = _cue("flight", "flights", "ticket", "tickets", "fare", "fares", "trip", "seat", "journey")
@@ -347,7 +351,8 @@ PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
 AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "lounge", "app", "website", "fee",
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
                       "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers",
-                      "account", "accounts", "miles", "points", "program", "programme")
+                      "account", "accounts", "miles", "points", "program", "programme", "food", "allergy",
+                      "allergies", "diet")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept",
                       "stick", "avoid", "matter", "mind")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",

@@ -74,6 +74,11 @@ def date_cues(words: list[str]) -> set[str]:
         if w == stem("departure") and (set(words[max(0, i - 4):i]) & TIME_OF_DAY_WORDS
                                        or words[max(0, i - 2):i] in ([stem("hour"), "of"], [stem("time"), "of"])):
             continue
+        if w == stem("day") and in_the_day(words):
+            continue  # "would you rather leave later in the day?"
+        if w == stem("day") and before == "the" and after == "you" and words[i + 2:i + 3] and words[i + 2] in (
+                ARRIVAL | {stem("leave"), stem("fly"), stem("depart")}):
+            continue  # "by a certain hour on the day you arrive": that day, not a date asked
         if w == stem("leave") and after in ("it", "them", "that", "this", "h"):
             continue  # "Do you want me to leave it in place for now?"
         if w == stem("schedule") and after in (stem("change"), stem("changes")):
@@ -83,7 +88,7 @@ def date_cues(words: list[str]) -> set[str]:
                 "it", "that", "this")):
             continue
         timed = (stem("arrival"), stem("departure"), stem("flight"), "morn", stem("evening"), stem("night"), "at",
-                 stem("start"))  # "such an early start"
+                 stem("start"), stem("bird"))  # "such an early start", "an early bird"
         if w in (stem("early"), stem("late")) and (after in timed or before in (stem("arrive"), stem("land"))):
             continue  # "is a late arrival okay for you?", "an early flight", "arrives late at night": a time of day
         if w == "when" and after in WHEN_NOT:
@@ -106,6 +111,12 @@ def date_cues(words: list[str]) -> set[str]:
             continue  # "how's your week been?", not "if the only flight on your day is over budget"
         out.add(w)
     return out
+
+
+def in_the_day(words: list[str]) -> bool:
+    """"later in the day", "early in the day": a time of day, not a date."""
+    return any(words[k:k + 3] == ["in", "the", stem("day")] and words[k - 1] in (
+        stem("later"), stem("earlier"), stem("late"), stem("early")) for k in range(1, len(words) - 2))
 
 
 def time_of_day(words: list[str], i: int) -> bool:

@@ -144,6 +144,7 @@ from .lexicon import (
     FLIGHT_ONLY,
     GIVING,
     HELP_ROUTE,
+    HOLD_LUGGAGE,
     HOLD_WORDS,
     HOW_MUCH_NEXT,
     INCLUDES,
@@ -176,6 +177,7 @@ from .lexicon import (
     TAG_QUESTION,
     TRADE_NAMED,
     WEATHER,
+    WEATHER_NOUNS,
     WELL_WISH,
     WORTH_TRADE,
     stem,
@@ -190,6 +192,7 @@ from .phrases import (
     event_tickets,
     events_named,
     extra_first,
+    in_the_day,
     leaves,
     lets_go,
     ordinal,
@@ -237,7 +240,7 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
             r"\w\s*$", question[:m.start()]) else "", question)
         if "{" in question or "|" in question:
             question = QUOTED_OUTPUT.sub(r"\1. ", question)
-        question = dash_ends_statement(question)
+        question = dash_ends_statement(HOLD_LUGGAGE.sub("checked", question))
         question = ROUTE_PURPOSE.sub(" ", question)  # "To book your flight from Lisbon to Oslo I will need …": stated
         question = HELP_ROUTE.sub("help", question)  # "I'd be happy to help you book a flight from Lisbon to Oslo."
         sentences = [x for x in SENTENCE.split(question.strip()) if x.strip()]
@@ -391,8 +394,11 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
             budget_cues -= {stem("fare"), stem("fares"), stem("price"), stem("prices"), stem("ticket")}
         if whole & PAY_METHODS:
             budget_cues -= PAY_WORDS
-        if whole & DISPLAY and whole & CURRENCIES:
-            budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare"), stem("charged")}
+        # (or "Do you want to pay in euros or US dollars?": the currency paid in)
+        paid_in = "or" in whole and len(whole & CURRENCIES) >= 2
+        if (whole & DISPLAY or paid_in) and whole & CURRENCIES:
+            budget_cues -= CURRENCIES | {stem("price"), stem("prices"), stem("fare"), stem("charged")} | (
+                PAY_WORDS if paid_in else set())
         bounded = any(w in (stem("keep"), stem("stay")) and set(words[i + 1:i + 5]) & {"under", "below"}
                       and not set(words[i + 1:i + 8]) & NOT_FARE_UNITS  # not "keep the layover under 2 hours"
                       for i, w in enumerate(words))  # "what figure should I keep the search under?"
@@ -431,9 +437,11 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
         # "may" is the month only next to a date ("in May", "May 3"), not "may I ask"
         month_may = any(b == "may" and a in ("in", "of", "earli", "late", "mid") or a == "may" and b.isdigit()
                         for a, b in pairs)
+        # ("you're departing from Lisbon …?", "departing Lisbon, …?" state the route; "leave later in the day?" asks a
+        # time of day)
         dated = date_cues(words) - {stem("leave"), stem("depart")} or window or month_may or ordinal(words) or (
-            leaves(words) and not leave_from and not any(  # "you're departing from Lisbon …?" states the route
-                w in (stem("leave"), stem("depart")) and words[i + 1:i + 2] and (  # (or "departing Lisbon, …?")
+            leaves(words) and not leave_from and not in_the_day(words) and not any(
+                w in (stem("leave"), stem("depart")) and words[i + 1:i + 2] and (
                     words[i + 1] == "from" or words[i + 1] in self._cities) for i, w in enumerate(words)))
         # "an event you're timing this trip around" (not "what timing works best, and any events?")
         timing = date_cues(words) == {"timing"} and whole & EVENTS and not ws & {"what", "which", "when"}
@@ -442,7 +450,7 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
         # "check the weather for your dates?", "what the weather will be like in March?" (not "a month with better
         # weather")
         weather = ws & WEATHER or stem("weather") in ws and (ws & SEARCHING or stem("like") in ws
-                                                              and ws & {"what", "how"})
+                                                              and ws & {"what", "how"} or ws & WEATHER_NOUNS)
         if dated and not birth and not ws & (DOCUMENTS | LODGING) and not weather and not timing and not back:
             out.append("dates")
         if self._asks_route(words, whole, dated=bool(dated), weather=bool(weather), leave_from=leave_from,
