@@ -519,7 +519,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    24: "7a0576aecc2b95e5d328f19a7a0d81123f6514542ab7676ab5f5859f3c2a0054",
                    25: "33819271934677914f36e8e6c09363c5c56ff7d2563c014c178f2ab77e6f1120",
                    26: "33819271934677914f36e8e6c09363c5c56ff7d2563c014c178f2ab77e6f1120",
-                   27: "8c9fac57b12a2e208868d941cb56b1e5fb8793e322fcb9e1c69737dc6df04a95"}
+                   27: "8c9fac57b12a2e208868d941cb56b1e5fb8793e322fcb9e1c69737dc6df04a95",
+                   28: "ec92388a3cc61e70fb3969abc6898eb1f75b5accfaa6106173fc512803891539"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

@@ -153,7 +153,9 @@ class ConfirmationRules:
     def _named(self, text: str, last: bool = False) -> str | None:
         """The flight a text names first (``last``: last): one of the world's, a made-up id, or a hold's."""
         def found(pattern: re.Pattern[str] | None) -> re.Match[str] | None:
-            matches = list(pattern.finditer(text)) if pattern is not None else []
+            # (not a flight ruled out: "Note: AS12310, not AS12301 — …")
+            matches = [m for m in (pattern.finditer(text) if pattern is not None else ())
+                       if not re.search(r"\bnot\s+(?:the\s+)?$", text[:m.start()], re.I)]
             return (matches[-1] if last else matches[0]) if matches else None
 
         m = found(self._flight)

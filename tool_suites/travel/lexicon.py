@@ -161,9 +161,9 @@ ROUTE = _cue("origin", "destination", "route")
 TIMES_OF_DAY = _cue("morning", "afternoon", "evening", "night")
 #: the other words of a question that only checks the trip's city ("Just to be sure, you're flying to Oslo, right?")
 ROUTE_CHECK = _cue("you", "are", "re", "is", "your", "the", "a", "just", "to", "from", "confirm", "check", "double",
-                   "make", "sure", "correct", "right", "that", "so", "ok", "okay", "and", "it", "this", "we", "be", "will",
-                   "do", "does", "still", "want", "wish", "plan", "planning", "going", "need", "would", "like", "can",
-                   "i", "am", "in", "or", "not", "of", "out", "city", "cities", "airport", "there")
+                   "make", "sure", "correct", "right", "that", "so", "ok", "okay", "and", "it", "this", "we", "be",
+                   "will", "do", "does", "still", "want", "wish", "plan", "planning", "going", "need", "would", "like",
+                   "can", "i", "am", "in", "or", "not", "of", "out", "city", "cities", "airport", "there")
 #: places that are the trip's only next to a verb of travel ("which city are you flying to")
 PLACES = _cue("city", "cities", "airport", "airports", "place")
 EVENTS = _cue("event", "events", "festival", "festivals", "conference", "convention", "concert", "fair", "exhibition",
@@ -311,7 +311,7 @@ BETTER = _cue("better", "cheaper", "lower", "earlier", "nicer", "preferred")
 PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|may|know|see)"
                             r"|(?:while|whilst)\s+(?:i|we)|(?:as|so)\s+long\s+as"
                             # "Should I release hold H1 since you'd rather fly Borealis?": a reason, stated
-                            r"|(?:since|because)\s+(?:you|your))\b(?:(?!,?\s+or\b)[^.?!])*", re.I)
+                            r"|(?:since|because)\s+(?:you|your))\b(?:(?!,?\s+or\b)[^.?!:])*", re.I)
 #: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
 OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel", "do", "leave")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")

@@ -246,7 +246,7 @@ class PriorityRules(AirlineRules):
             if (not rest_words or set(head_words) & (PRIORITY | CHOICE) or self._about_priority(head_words)
                     or not ({"you", stem("your")} & set(head_words) or request or QUESTION_START.match(head))
                     or set(head_words) & NOTIFY
-                    or not (QUESTION_START.match(rest)
+                    or not (QUESTION_START.match(rest) or INDIRECT.match(rest)  # "…, and tell me whether …"
                             or re.match(r"\W*(?:(?:also|and|so|but)\W+)?(?:if|in case)\b", rest, re.I)
                             # "…, and the order of importance of these if not all can be met."
                             or re.match(r"\W*(?:the|your)\s+(?:order|ranking|priorit)", rest, re.I))):
