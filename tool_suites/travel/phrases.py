@@ -173,7 +173,7 @@ def lets_go(words: list[str]) -> bool:
     """A verb of letting go (release, cancel, let go of) with the hold as its object, within four words."""
     for i, w in enumerate(words):
         end = i + 2 if w == stem("let") and words[i + 1:i + 2] == ["go"] else i + 1 if w in RELEASE else None
-        if end is not None and set(words[end:end + 4]) & (HOLD_WORDS | {"it", "seat"}):
+        if end is not None and set(words[end:end + 4]) & (HOLD_WORDS | {"it", "seat", "h"}):  # ("releasing H1")
             return True
         if w == stem("let") and "go" in words[i + 2:i + 6] and set(words[i + 1:words.index("go", i)]) & HOLD_WORDS:
             return True  # "let hold H1 go"

@@ -101,6 +101,8 @@ class PriorityRules(AirlineRules):
         if contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
                                                       and not ws & HOLD_WORDS):
             return True  # "one wish you'd happily let go of", "what would you let go of first?"
+        if "between" in ws and "which" in ws and len(self._mentions(words)) >= 2:
+            return True  # "Between budget and airline, which comes next?"
         if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:
             return True  # "I assume the date trumps everything else?"
         # "you'd sooner pay a bit more than move your date", "would flying a day later be better than paying more?"
@@ -209,7 +211,7 @@ class PriorityRules(AirlineRules):
             return []
         slots: list[str] = []
         for item in items[1:]:
-            reading = self.read(item)
+            reading = self.read_by_rules(item)
             slots += [s for s in reading.slots if s not in slots and reading.kind == "ask"]
         if "priority" not in slots or len(slots) < 2:
             return []
