@@ -115,7 +115,7 @@ class ConfirmationRules:
                 and not self._pays_in_a_choice(words, i)
                 and not goes_over(words, i) and not (w == "go" and stem("let") in words[max(0, i - 5):i])
                 and not (pays_more(words, i) and "than" in words)  # "Would a day later be better than paying more?"
-                and not (w == "go" and words[i + 1:i + 2] == [stem("further")])  # "… before we go further?"
+                and not (w == "go" and words[i + 1:i + 2] in ([stem("further")], ["on"]))  # "before we go on"
                 # "a loyalty number I should attach to the reservation", "added to this booking": the noun
                 and not (w in (stem("book"), stem("reservation")) and words[max(0, i - 2):i] in (
                     ["to", "the"], ["to", "this"], ["to", stem("your")]))}

@@ -67,6 +67,8 @@ STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got
                     r"(?:(?:since(?!\s+when)|given(?:\s+that|(?=\s+(?:your|the)\b))|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
                     r"(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote))\b[^,.?!:]*|"
+                    # "For your trip on 2026-03-12, …": the trip as given
+                    r"for\s+(?:your|the|this)\s+(?:trip|flight|journey)\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan
                     r"(?:before|while|once|after|so that)\s+(?:i|we)\b(?:[^,.?!:;\u2014\u2013-]|\b-\b)*)[,:]", re.I)
 #: wishes ranked with ">" ("date > budget > airline, correct?")
@@ -316,7 +318,8 @@ PURPOSE_CLAUSE = re.compile(r",?\s+(?:so(?:\s+that)?\s+(?:i|we)\s+(?:can|could|m
                             # "Should I release hold H1 since you'd rather fly Borealis?": a reason, stated
                             r"|(?:since|because)\s+(?:you|your))\b(?:(?!,?\s+or\b)[^.?!:])*", re.I)
 #: what the agent may be asked to do with a flight or hold other than book it ("do you want me to keep hold H1?")
-OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel", "do", "leave")
+OTHER_ACTS = _cue("keep", "check", "search", "look", "wait", "find", "compare", "release", "cancel", "do", "leave",
+                  "put", "place", "hold")  # ("Do you want me to put a new hold on BO45612?")
 WHICH_PRONOUN = _cue("should", "would", "do", "one", "is", "of", "matters", "counts")
 CONTRAST = _cue("or", "than", "versus", "vs", "against")
 REFER_BACK = _cue("avoid", "those", "these", "them", "that", "it")

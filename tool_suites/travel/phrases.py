@@ -114,9 +114,11 @@ def date_cues(words: list[str]) -> set[str]:
 
 
 def in_the_day(words: list[str]) -> bool:
-    """"later in the day", "early in the day": a time of day, not a date."""
+    """"later in the day", "early in the day", "before noon": a time of day, not a date."""
     return any(words[k:k + 3] == ["in", "the", stem("day")] and words[k - 1] in (
-        stem("later"), stem("earlier"), stem("late"), stem("early")) for k in range(1, len(words) - 2))
+        stem("later"), stem("earlier"), stem("late"), stem("early")) for k in range(1, len(words) - 2)) or any(
+        a in (stem("before"), stem("after")) and b in (stem("noon"), stem("midday")) for a, b in zip(
+            words, words[1:], strict=False))
 
 
 def time_of_day(words: list[str], i: int) -> bool:

@@ -101,6 +101,10 @@ class PriorityRules(AirlineRules):
         if contains(words, (stem("let"), "go")) and (ws & WISH_NOUNS or ws & {"first", "which", "what"}
                                                       and not ws & HOLD_WORDS):
             return True  # "one wish you'd happily let go of", "what would you let go of first?"
+        # "Is that acceptable, or is Borealis a must even if it costs more?": a wish kept at a higher price
+        if contains(words, ("even", "if")) and ws & {"more", stem("higher")} and ws & (BUDGET | {stem("cost")}) and (
+                self._mentions(words) - {"budget"}):
+            return True
         if "between" in ws and "which" in ws and len(self._mentions(words)) >= 2:
             return True  # "Between budget and airline, which comes next?"
         if ws & OUTRANK and ws & ELSE_WORDS and stem("else") in ws:

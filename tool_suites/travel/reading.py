@@ -333,6 +333,9 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
                         continue  # "any events … that might reduce availability around 12 to 13 March?"
                     if event and found == ["dates"] and bare_date(clause_words):
                         continue  # "does Lantern Week end on March 12 or March 13?"
+                    if "dates" in found and stem("avoid") in clause_words and events_named(words):
+                        # "Is the Lantern Week from … to …? Please confirm the dates you want to avoid.": the event's
+                        found = [s for s in found if s != "dates"] + ["events"] * ("events" not in found)
                     if "events" in found and stem("outside") in clause_words and set(clause_words) & DATE_NOUNS:
                         # "which date outside Lantern Week would you like?": the traveller's date
                         found = [s for s in found if s not in ("events", "dates")] + ["dates"]
@@ -411,8 +414,9 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
             budget_cues = set()  # "Any airline preference, or should I just go with whatever is cheapest?": a default
         if ws & INCLUDES and ws & EXTRAS and not judged:  # "does the Cirrus Lines fare include a checked bag?"
             budget_cues -= {stem("fare"), stem("fares"), stem("price"), stem("prices"), stem("ticket")}
-        if whole & PAY_METHODS:
-            budget_cues -= PAY_WORDS
+        if whole & PAY_METHODS or any(w == stem("pay") and set(words[max(0, i - 2):i]) & {"one", "who", stem("person")}
+                                      for i, w in enumerate(words)):  # "the same person as the one paying?"
+            budget_cues -= PAY_WORDS | {stem("ticket")}
         # (or "Do you want to pay in euros or US dollars?": the currency paid in)
         paid_in = "or" in whole and len(whole & CURRENCIES) >= 2
         if (whole & DISPLAY or paid_in) and whole & CURRENCIES:
