@@ -6,6 +6,11 @@ from __future__ import annotations
 from .lexicon import AIRLINE, AIRLINE_CHOICE, AIRLINE_THINGS, FLYING, HOLD_WORDS, PLANES, stem
 from .phrases import contains
 
+#: who a traveller flies with when it is no airline
+COMPANIONS = {stem(w) for w in ("infant", "infants", "baby", "child", "children", "kid", "kids", "pet", "dog", "cat",
+                                "family", "partner", "wife", "husband", "friend", "friends", "colleague",
+                                "colleagues", "someone", "anyone", "companion", "group")}
+
 
 class AirlineRules:
     """Mixed into :class:`.reading.Reader`: needs the world's airlines (``_airlines``, each a tuple of stems)."""
@@ -37,7 +42,11 @@ class AirlineRules:
                   and words[i - 1:i] != ["into"]}  # not "… that I should take into account?"
         if things and not choosing:  # not "a number of airlines in mind"
             airline_cues, named = set(), False
-        return bool(airline_cues or named or (stem("fly"), "with") in pairs or ("with", "whom") in pairs
+        # ("fly with" a companion is no airline: "Are you flying with an infant or a small child?")
+        with_someone = any(a == stem("fly") and b == "with" and set(words[k + 2:k + 5]) & COMPANIONS
+                           for k, (a, b) in enumerate(zip(words, words[1:], strict=False)))
+        flies_with = (stem("fly"), "with") in pairs and not with_someone
+        return bool(airline_cues or named or flies_with or ("with", "whom") in pairs
                     or ("who", stem("fly")) in pairs or "who" in ws and ws & {stem("fly"), stem("flying")}
                     or "whose" in ws and ws & PLANES)
 

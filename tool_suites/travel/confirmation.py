@@ -34,6 +34,7 @@ from .phrases import (
     the_hold,
 )
 
+CONFIRM_REQUEST = re.compile(r"\s*(?:please\s+)?confirm\b", re.I)
 YES_OR_NO = re.compile(r"\byes\s+or\s+no\b", re.I)
 #: what an "is it OK?" judges when the asking part names it: the flight's time, not the flight
 TIME_JUDGED = TIMES_OF_DAY | {stem(w) for w in ("early", "earlier", "late", "later", "start", "time", "hour")}
@@ -54,7 +55,10 @@ class ConfirmationRules:
         # names wins ("H2 was released. Shall I book EG55120 instead?")
         # "Do you want flight AS12301? yes or no?", "AS12301 - yes or no?" offer no choice
         question = YES_OR_NO.sub(" ", question)
-        asking = YES_OR_NO.sub(" ", " ".join(x for x in sentences if x.rstrip().endswith("?"))) or question
+        # (and a request to confirm, however it ends: "Please confirm AS12301 so I can pay — and would you like a
+        # window seat?")
+        asking = YES_OR_NO.sub(" ", " ".join(x for x in sentences if x.rstrip().endswith("?") or CONFIRM_REQUEST.match(
+            x))) or question
         if AMOUNT_ASKED.search(asking) and not MAY_WE.search(asking):
             return None  # "To choose between DW77701 and CL12311, how high are you willing to go?"
         asked, whole = stems(asking), stems(question)

@@ -340,6 +340,8 @@ NOTIFY = _cue("notify", "notification", "notifications", "remind", "reminder", "
 #: a payment method named: "pay" asks how, not how much ("how would you like to pay, by card or PayPal?")
 PAY_METHODS = _cue("card", "paypal", "cash", "debit", "credit", "venmo", "transfer", "cheque", "check")
 PAY_WORDS = _cue("pay", "payment", "charge")
+#: kinds of fare, which a question may offer without asking the budget ("a flexible fare or the basic fare?")
+FARE_KINDS = _cue("flexible", "basic", "refundable", "changeable", "economy", "premium", "standard", "saver", "light")
 #: the currency prices are shown in ("displayed in euros or in dollars") is a display choice, not the budget
 DISPLAY = _cue("display", "displayed", "shown", "show", "currency", "convert", "converted",
                "charged", "billed")  # (or paid in: "Would you like to be charged in euros or in US dollars?")
@@ -350,7 +352,8 @@ JUDGING = _cue("acceptable", "ok", "okay", "fine", "afford", "affordable", "too"
                "limit", "max", "maximum", "pay", "spend")
 #: what a fare covers: "does the Cirrus Lines fare include a checked bag?"
 INCLUDES = _cue("include", "includes", "included", "including", "cover", "covers", "covered")
-CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen")
+CURRENCIES = _cue("euro", "euros", "dollar", "dollars", "pound", "pounds", "currency", "yen", "usd", "eur", "gbp",
+                  "nok", "krone", "kroner")
 #: "whose planes would you prefer to be on?" asks the airline
 PLANES = _cue("plane", "planes", "aircraft", "jet", "jets")
 #: things an airline has: "the airline's cancellation policy" is about the policy, not which airline

@@ -280,7 +280,7 @@ class PriorityRules(AirlineRules):
     def _wishes(self, words: list[str], festival: bool) -> set[str]:
         """The wishes a stretch of text names, the event to avoid among them ("avoid it and pay more", when the
         question names a ``festival``)."""
-        avoided = festival and stem("avoid") in words
+        avoided = festival and bool({stem("avoid"), stem("during")} & set(words))  # (or "fly during it")
         return self._mentions(words) | ({"events"} if set(words) & EVENTS or avoided else set())
 
     def _raises_budget(self, words: list[str]) -> bool:

@@ -144,6 +144,7 @@ from .lexicon import (
     EVENT_SUBJECT,
     EVENTS,
     EXTRAS,
+    FARE_KINDS,
     FLIGHT_DESCRIBED,
     FLIGHT_ONLY,
     GIVING,
@@ -408,6 +409,7 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
                 and words[max(0, i - 2):i] in (["no", "extra"], ["no", stem("additional")], ["at", "no"],
                                                [stem("free"), "of"])}
         budget_cues = {w for i, w in enumerate(words) if w in BUDGET and not priced_extra(words, i) and i not in free
+                       and not (words[i - 1:i] and words[i - 1] in FARE_KINDS)  # "a flexible fare or the basic fare?"
                        and (judged or not set(words[i + 1:i + 2]) & QUOTED)}  # "is the price shown per person?"
         if "or" in question and ws & {stem("whatever"), stem("whichever")} and budget_cues <= {
                 stem("cheap"), stem("cheaper"), stem("cheapest")}:
@@ -433,9 +435,10 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
                        for a, b, c in zip(words, words[1:], words[2:]))
         pockets = {stem("deep"), stem("pockets")} <= ws  # "how deep are your pockets?"
         # "could you go a bit higher?" (after a report of the fares)
-        # (or "What is the most you could go up to?", "could you go up to $350?")
+        # (or "What is the most you could go up to?", "could you go up to $350?", "the most you could stretch to?")
         pockets = pockets or any(w == stem("go") and ("higher" in words[i + 1:i + 4] or words[i + 1:i + 3] == [
             "up", "to"] and (i + 3 == len(words) or words[i + 3] in ("$", "€", "£") or words[i + 3].isdigit()))
+            or w == stem("stretch") and words[i + 1:i + 2] == ["to"] and i + 2 == len(words)
             for i, w in enumerate(words))
         if (budget_cues or how_much or how_high or (stem("your"), stem("means")) in pairs or pairs & BUDGET_PAIRS
                 or bounded or pockets):
