@@ -6,6 +6,8 @@ from __future__ import annotations
 from .lexicon import AIRLINE, AIRLINE_CHOICE, AIRLINE_THINGS, FLYING, HOLD_WORDS, PLANES, stem
 from .phrases import contains
 
+ALLIANCES = {stem(w) for w in ("alliance", "oneworld", "skyteam")}
+LOYALTY = {stem(w) for w in ("membership", "memberships", "program", "programme", "miles", "points", "loyalty")}
 #: who a traveller flies with when it is no airline
 COMPANIONS = {stem(w) for w in ("infant", "infants", "baby", "child", "children", "kid", "kids", "pet", "dog", "cat",
                                 "family", "partner", "wife", "husband", "friend", "friends", "colleague",
@@ -40,6 +42,9 @@ class AirlineRules:
             choosing = choosing | {"any"}
         things = {w for i, w in enumerate(words) if w in AIRLINE_THINGS and words[i + 1:i + 2] != ["of"]
                   and words[i - 1:i] != ["into"]}  # not "… that I should take into account?"
+        # an alliance beside a loyalty scheme: "Do you have a Star Alliance or oneworld membership I should include?"
+        if airline_cues and airline_cues <= ALLIANCES and whole & LOYALTY:
+            things = things or LOYALTY
         if things and not choosing:  # not "a number of airlines in mind"
             airline_cues, named = set(), False
         # ("fly with" a companion is no airline: "Are you flying with an infant or a small child?")

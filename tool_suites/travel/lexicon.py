@@ -361,7 +361,7 @@ AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
                       "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers",
                       "account", "accounts", "miles", "points", "program", "programme", "food", "allergy",
-                      "allergies", "diet")
+                      "allergies", "diet", "membership", "memberships")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept",
                       "stick", "avoid", "matter", "mind")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",
@@ -374,8 +374,8 @@ AMOUNT_ASKED = re.compile(r"\bhow\s+(?:much|high)\b|\bthe\s+(?:most|maximum|max|
 #: for your flight with Borealis on 2026-03-12?"): stated, not asked (unless it asks something: "… and which day?")
 FLIGHT_DESCRIBED = re.compile(r"\s+(?:for|on)\s+(?:your|the|a|this)\s+(?:[\w\u2013-]+\s+){0,3}?flight\b"
                               r"(?:\s+(?:with|on|from|to|in|between)\s+[^,?;]*)?", re.I)
-BUDGET_ASKED = re.compile(r"\bwhat(?:'s|\s+is|\s+would\s+be)\s+(?:the|your)\s+(?:budget|price\s+limit|max(?:imum)?)\b",
-                          re.I)
+BUDGET_ASKED = re.compile(r"\b(?:what(?:'s|\s+is|\s+would\s+be)|specify|share|give\s+me|tell\s+me|provide|state)\s+"
+                          r"(?:the|your)\s+(?:budget|price\s+limit|max(?:imum)?)\b", re.I)
 ASKS_AGAIN = re.compile(r"\b(?:and|rather|instead|which|what|when|whether|if|do|does|are|is|would|could|can|any)\b",
                         re.I)
 MAY_WE = re.compile(r"\b(?:shall|should|can|may|could)\s+(?:i|we)\b|\bdo\s+you\s+want\s+me\b", re.I)

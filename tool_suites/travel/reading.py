@@ -229,6 +229,9 @@ def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(" + "|".join(parts) + r")(?![-\d])", re.I) if parts else None
 
 
+RECAP_WHEN = re.compile(r"\b(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote)\b", re.I)
+
+
 class Reader(ConfirmationRules, PriorityRules, RouteRules):
     """Reads questions for one traveller: its world's flights, holds, airlines and cities."""
 
@@ -373,10 +376,14 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
             listed = len(set(ANY_FLIGHT.findall(" ".join(context)))) >= 2  # "I found 4 flights: DW77701 $245, …"
             too_soon = "too" in words and set(words) & {stem("early"), stem("late")}  # "Is that too early for you?"
             refer = set(words) & (REFER_BACK | {"one", "two", stem("limit"), stem("figure"), stem("number")})
-            if (not slots and refer and not too_soon
-                    and not set(words) & (FLIGHT_ONLY | EXTRAS | SEATING) and not listed  # not "a seat … if free?"
+            # (an amount asked back may name the ticket: "When you say you have a budget in mind, what figure is that
+            # per ticket?")
+            amount = refer & {stem("limit"), stem("figure")}
+            if (not slots and refer and not too_soon and not set(words) & (EXTRAS | SEATING)
+                    and (amount or not set(words) & FLIGHT_ONLY) and not listed  # not "a seat … if free?"
                     and not (stem("keep") in words or lets_go(words))):  # nor "keep it …, or let it go?"
-                named = self._mentions(stems(" ".join(context)))
+                # (the recap's own "when you say" names no date)
+                named = self._mentions(stems(RECAP_WHEN.sub(" ", " ".join(context))))
                 # (a number is the budget's: "You said "not too expensive" — could you give me an actual number?",
                 # not "Got it, Aster Air. Do you have an Aster Air loyalty number?")
                 if len(named) == 1 and (named == {"budget"} or refer - {stem("number")}):
