@@ -13,7 +13,7 @@ from topoeval.protocol.discovery import SuiteRegistry
 DATA = Path(__file__).parent / "data"
 FILES = {"dev": "traveller_questions.tsv", "fresh": "traveller_questions_fresh.tsv",
          "final": "traveller_questions_final.tsv", "round4": "traveller_questions_round4.tsv",
-         **{f"round{n}": f"traveller_questions_round{n}.tsv" for n in range(5, 56)}}
+         **{f"round{n}": f"traveller_questions_round{n}.tsv" for n in range(5, 58)}}
 
 
 def corpus() -> list[tuple[str, str, str]]:
