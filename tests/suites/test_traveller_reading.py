@@ -531,7 +531,8 @@ READINGS_DIGEST = {1: "88ac719fbf65008cd05635df7bf69c1dfefe3f7db5aaeffe8ad694fd0
                    29: "6580f754e98264f9863e25ff5ad2d2a948e40d5ef4c2cc822ec9993603f1951b",
                    30: "f36e5f65e8fc4ef0d57c4b68492857fe3134d84f18995230c82c7218908c66b9",
                    31: "635c20e544bdd3b8ebbc1286fafc1b8dab847a246224555395de15051c5faa22",
-                   32: "d4be2d2be2aeac4322ce45547e1a0622b1ab7e1ece230f7e94116389bc3cb839"}
+                   32: "d4be2d2be2aeac4322ce45547e1a0622b1ab7e1ece230f7e94116389bc3cb839",
+                   33: "b64141980f5418c759f85c70f5030bcffd49a2f3fa9374df674a7b27f4787ced"}
 
 
 def test_a_change_in_the_readings_comes_with_a_new_reader_version():

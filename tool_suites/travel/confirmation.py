@@ -85,6 +85,12 @@ class ConfirmationRules:
         if (not committing and wants_it and len(said) <= 5 and not set(whole) & EXTRAS
                 and self._named(question, last=True) is not None):
             committing = True
+        # (a question about what was done or what something is called: "Did you already pay for H2?", "What is the
+        # hold id for your booking?")
+        paid_already = any(asked[k:k + 2] == ["did", "you"] and set(asked[k + 2:k + 4]) & {
+            stem("pay"), stem("book"), stem("already"), stem("buy")} for k in range(len(asked)))
+        if paid_already or set(asked) & {"id", stem("reference"), "code"} and asked[:1] in (["what"], ["which"]):
+            return None
         # (a time of day judged, not the flight: "AS12301 departs at 06:10. Is such an early start OK for you?")
         if commits and commits <= ACCEPT and set(asked) & TIME_JUDGED:
             return None

@@ -361,7 +361,7 @@ AIRLINE_THINGS = _cue("policy", "policies", "baggage", "luggage", "allowance", "
                       "fees", "terms", "cancellation", "refund", "refunds", "rules", "assistance", "wheelchair",
                       "meal", "meals", "delay", "delays", "dietary", "bag", "bags", "suitcase", "number", "numbers",
                       "account", "accounts", "miles", "points", "program", "programme", "food", "allergy",
-                      "allergies", "diet", "membership", "memberships")
+                      "allergies", "diet", "membership", "memberships", "medical", "condition", "conditions")
 AIRLINE_CHOICE = _cue("which", "prefer", "preferred", "fly", "flying", "favourite", "favorite", "want", "accept",
                       "stick", "avoid", "matter", "mind")
 COMMIT_WORDS = _cue("pay", "payment", "book", "booking", "purchase", "buy", "finalise", "finalize", "complete", "go",

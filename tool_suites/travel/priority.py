@@ -184,6 +184,9 @@ class PriorityRules(AirlineRules):
             choosing = ws & {stem("prefer"), stem("rather")}
             if choosing and left and right and not left & right and "events" in left | right:
                 return True
+            # "Would you prefer to stay within budget or fly on the earlier date?": a wish kept against another
+            if choosing and left and right and not left & right and ws & {stem("stay"), stem("keep"), stem("stick")}:
+                return True
         if "or" in ws and ws & FLEXIBLE and ws & {"more", "less"}:  # "Is the date or the budget more flexible?"
             i = words.index("or")
             left, right = self._mentions(words[:i]), self._mentions(words[i + 1:])

@@ -403,6 +403,8 @@ class Reader(ConfirmationRules, PriorityRules, RouteRules):
             # not "buy tickets for the festival?", "a hotel near the festival venue?"
             if ws & BUYING and event_tickets(words) or ws & LODGING or visiting(words):
                 return []
+            if words[:2] in (["apart", "from"], [stem("other"), "than"]) or words[:1] in (["except"], ["besides"]):
+                return []  # "… is any day in that window fine for you, apart from the festival?": the event set aside
             where = any(a in ("which", "what") and b in PLACES for a, b in zip(words, words[1:]))
             return ["events", "route"] if where else ["events"]  # "which city is the conference in?"
         pairs = set(zip(words, words[1:]))

@@ -39,8 +39,8 @@ RETRIEVABLE = {"events"}
 #: about nothing); 27: after round 46; 28: after round 47; 29: after rounds 48 and 49, with the gate on questions
 #: about nothing (.none_gate, trained on the corpus through round 49); 30: after rounds 50 and 51 (the gate
 #: retrained through round 51); 31: after rounds 52 and 53 (the gate through round 53); 32: after rounds 54
-#: and 55 (the gate through round 55).
-READER_VERSION = 32
+#: and 55 (the gate through round 55); 33: after rounds 56 and 57 (the gate through round 57).
+READER_VERSION = 33
 
 
 class Traveller:
