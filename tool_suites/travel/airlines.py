@@ -60,9 +60,7 @@ class AirlineRules:
         policy") or after it and a preposition ("a bag on Borealis", "a number for your preferred airline")."""
         if not set(words) & AIRLINE_THINGS:
             return False
-        spans = [(i, i) for i, w in enumerate(words) if w in AIRLINE]
-        spans += [(i, i + len(name) - 1) for name in self._airlines for i in range(len(words) - len(name) + 1)
-                  if tuple(words[i:i + len(name)]) == name]
+        spans = [(i, i) for i, w in enumerate(words) if w in AIRLINE] + self._name_spans(words)
         for start, end in spans:
             if set([w for w in words[end + 1:end + 4] if w != "s"][:2]) & AIRLINE_THINGS:
                 return True
@@ -76,9 +74,13 @@ class AirlineRules:
 
     def _the_airlines_flight(self, words: list[str]) -> bool:
         """Whether the words name one flight by its airline ("that Borealis flight", "the Aster Air one")."""
-        return any(words[i - 1:i] in (["the"], ["that"], ["this"]) and words[i + len(name):i + len(name) + 1] in (
-            [stem("flight")], ["one"], [stem("seat")]) for name in self._airlines for i in range(1, len(words))
-            if tuple(words[i:i + len(name)]) == name)
+        return any(words[start - 1:start] in (["the"], ["that"], ["this"]) and words[end + 1:end + 2] in (
+            [stem("flight")], ["one"], [stem("seat")]) for start, end in self._name_spans(words))
+
+    def _name_spans(self, words: list[str]) -> list[tuple[int, int]]:
+        """Where the words name one of the world's airlines: (first, last) index of each name."""
+        return [(i, i + len(name) - 1) for name in self._airlines for i in range(len(words) - len(name) + 1)
+                if tuple(words[i:i + len(name)]) == name]
 
     def _names_airline(self, words: list[str]) -> bool:
         return any(contains(words, name) for name in self._airlines)

@@ -61,12 +61,15 @@ DETAILS_REQUEST = re.compile(r"\s*(?:please\W+)?(?:(?:could|can|would)\s+you\s+(
                              r"(?:the\s+following|these|a\s+few|some|the)?\s*(?:details|information|info)\b"
                              # "I'll need your travel date(s), your budget, …, and which of these matters most …."
                              r"|\s*i(?:'ll|\s+will)?\s+need\s+(?:your|the\s+following|a\s+few|some)\b", re.I)
+#: a recap's opening ("When you said 'the usual one', …"): what the traveller said, no date asked
+_RECAPPED = r"(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote)"
+RECAP_WHEN = re.compile(rf"\b{_RECAPPED}\b", re.I)
 #: a clause that states what is known before asking ("Since your budget is capped at 400, ..."): not read
 STATED = re.compile(r"(?:^|(?<=[.?!:]))\s*(?:(?:ok|okay|great|perfect|thanks|got it|right)\s*[,!\u2014-]\s*)?"
                     # "Given your $300 budget, …" (not "given" alone)
                     r"(?:(?:since(?!\s+when)|given(?:\s+that|(?=\s+(?:your|the)\b))|now that|seeing that|seeing as|"
                     # "When you said 'the usual one', which carrier did you mean?": a recap
-                    r"(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote))\b[^,.?!:]*|"
+                    rf"{_RECAPPED})\b[^,.?!:]*|"
                     # "For your trip on 2026-03-12, …": the trip as given
                     r"for\s+(?:your|the|this)\s+(?:trip|flight|journey)\b[^,.?!:]*|"
                     # "Before I search Lisbon to Oslo, …", "Before I pick a day: …": the agent's own plan

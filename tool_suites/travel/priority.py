@@ -180,12 +180,11 @@ class PriorityRules(AirlineRules):
             left, right = self._wishes(words[:i], festival), self._wishes(words[i + 1:], festival)
             if len(left) >= 2 and len(right) >= 2:
                 return True  # "a cheaper fare on a worse date, or the right date at a higher price?"
-            # "Do you prefer avoiding the festival or staying under budget?"
+            # "Do you prefer avoiding the festival or staying under budget?", and a wish kept against another: "Would
+            # you prefer to stay within budget or fly on the earlier date?"
             choosing = ws & {stem("prefer"), stem("rather")}
-            if choosing and left and right and not left & right and "events" in left | right:
-                return True
-            # "Would you prefer to stay within budget or fly on the earlier date?": a wish kept against another
-            if choosing and left and right and not left & right and ws & {stem("stay"), stem("keep"), stem("stick")}:
+            if choosing and left and right and not left & right and (
+                    "events" in left | right or ws & {stem("stay"), stem("keep"), stem("stick")}):
                 return True
         if "or" in ws and ws & FLEXIBLE and ws & {"more", "less"}:  # "Is the date or the budget more flexible?"
             i = words.index("or")

@@ -14,7 +14,7 @@ intent model was measured and not adopted (docs/suites.md); a smaller one is: wh
 on questions about nothing (:mod:`.none_gate`, trained on the corpus) may read the question as asking nothing —
 on rounds 36–49, each read by the rules as they stood before it and a gate trained only on the rounds before it,
 questions about nothing went from 342 to 362 of 395 right and slot questions stayed at 604 of 625
-(bench/traveller_none_gate.py --measure). The old reader — whole-word synonyms —
+(bench/traveller_none_gate.py --measure --to 49). The old reader — whole-word synonyms —
 got 56 % of slot questions right on the corpus's tuning part, 46–71 % on its held-out parts; this
 one's figures are in docs/suites.md.
 
@@ -172,6 +172,7 @@ from .lexicon import (
     QUOTED_OUTPUT,
     RANKED,
     RECAP,
+    RECAP_WHEN,
     REFER_BACK,
     REPORT,
     ROUTE_PAIR,
@@ -227,9 +228,6 @@ def flight_pattern(flight_ids: Iterable[str]) -> re.Pattern[str] | None:
         m = re.fullmatch(r"([A-Za-z]+)(\d+)", fid)
         parts.append(rf"{re.escape(m.group(1))}[\s-]?{m.group(2)}" if m else re.escape(fid))
     return re.compile(r"\b(" + "|".join(parts) + r")(?![-\d])", re.I) if parts else None
-
-
-RECAP_WHEN = re.compile(r"\b(?:when|as|like)\s+you\s+(?:said|say|mentioned|mention|told\s+me|wrote)\b", re.I)
 
 
 class Reader(ConfirmationRules, PriorityRules, RouteRules):

@@ -23,6 +23,9 @@ from .phrases import contains, located, verb_place
 NOT_THE_TRIP = {stem(w) for w in ("terminal", "gate", "purpose", "layover", "layovers", "stopover", "connection",
                                   "connecting")}
 
+#: a city the traveller lives in is the origin: "are you based in Lisbon?"
+HOME = {stem(w) for w in ("based", "live", "currently", "home", "stay")}
+
 
 class RouteRules:
     """Mixed into :class:`.reading.Reader`: needs the world's cities (``_cities``, as stems)."""
@@ -48,8 +51,6 @@ class RouteRules:
                  or ws & PLACES - verb_place(words) and ws & (TRAVEL_VERBS - {"to", "from"}) and not elsewhere
                  or any(a in ("which", "what") and b in PLACES for a, b in pairs))
         routed = any(w in ROUTE and not located(words, i) for i, w in enumerate(words))
-        # "are you based in Lisbon?"
-        home = {stem("based"), stem("live"), stem("currently"), stem("home"), stem("stay")}
         # (a city after "when landing", "when arriving" is where something happens: "… for the view when landing in
         # Oslo?")
         when = next((k for k, w in enumerate(words[:-1]) if w == "when" and words[k + 1] in WHEN_NOT), len(words))
@@ -61,13 +62,12 @@ class RouteRules:
                    and words[i] in self._cities and words[i + 1] == "to" and words[i + 2] in self._cities
                    and words[i + 3] == stem("flight") for k in (i, i + 2)}
         named = {w for i, w in enumerate(words) if w in self._cities and i < when and i not in described and not (
-            i in placed and (
-            elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | home)))}
+            i in placed and (elsewhere or not ws & (TRAVEL_VERBS - {"to", "from"} | HOME)))}
         # both ends of the trip, or one and another: "you're flying from Lisbon to Oslo, correct?", "Are you departing
         # from Lisbon or from another city?" (one city named is context: "your trip to Oslo", "land in Oslo before …")
         # (or one, in a question that is nothing but a check of the trip: "Are you flying to Oslo?", "Are you based
         # in Lisbon?", a fragment: "but to Taipei")
-        checked = len(words) <= 3 or not set(words) - TRAVEL_VERBS - self._cities - ROUTE_CHECK - home
+        checked = len(words) <= 3 or not set(words) - TRAVEL_VERBS - self._cities - ROUTE_CHECK - HOME
         named_city = not asked and bool(named) and (checked or len(whole & self._cities) >= 2 or bool(
             whole & {stem("another"), stem("other")}))
         # not "Is this your first time visiting Oslo?", "Which terminal does your flight leave from in Lisbon?",
