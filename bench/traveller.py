@@ -31,6 +31,8 @@ ROUND4 = DATA / "traveller_questions_round4.tsv"
 LAST_ROUND = 57
 ROUNDS = {f"round{n}": DATA / f"traveller_questions_round{n}.tsv" for n in range(5, LAST_ROUND + 1)}
 SPLITS = ("dev", "heldout", "fresh", "final", "round4", *ROUNDS)
+#: the corpus's files in the order they were written
+ORDER = [CORPUS, FRESH, FINAL, ROUND4, *ROUNDS.values()]
 
 
 def load(path: Path = CORPUS, fresh: Path | None = FRESH, final: Path | None = FINAL,
@@ -44,6 +46,11 @@ def load(path: Path = CORPUS, fresh: Path | None = FRESH, final: Path | None = F
     for split, file in (ROUNDS if rounds is None else rounds).items():
         rows += _rows(file, lambda i, split=split: split)
     return rows
+
+
+def questions(path: Path) -> list[tuple[str, list[str]]]:
+    """(question, sorted slots) of a file's slot and ``none`` rows."""
+    return [(r["question"], r["expected"]) for r in _rows(path, lambda i: "") if r["kind"] != "confirm"]
 
 
 def _rows(path: Path, split_of) -> list[dict]:

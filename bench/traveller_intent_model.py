@@ -35,14 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import traveller as corpus  # noqa: E402  (bench/traveller.py: the corpus files and their order)
 
 SLOTS = ("budget", "airline", "dates", "priority", "events", "route")
-#: the corpus's files in the order they were written
-ORDER = [corpus.CORPUS, corpus.FRESH, corpus.FINAL, corpus.ROUND4, *corpus.ROUNDS.values()]
 MEASURED = ("round4", "round5", "round8", "round9", "round10", "round11")
-
-
-def questions(path: Path) -> list[tuple[str, list[str]]]:
-    """(question, sorted slots) of a file's slot and ``none`` rows."""
-    return [(r["question"], r["expected"]) for r in corpus._rows(path, lambda i: "") if r["kind"] != "confirm"]
 
 
 def reader_before(path: Path, folder: Path):
@@ -104,9 +97,9 @@ def main() -> None:
         for name in MEASURED:
             path = names[name]
             reader, module = reader_before(path, Path(tmp))
-            before = [row for f in ORDER[:ORDER.index(path)] for row in questions(f)]
+            before = [row for f in corpus.ORDER[:corpus.ORDER.index(path)] for row in corpus.questions(f)]
             predict = train(before, module.stems)
-            rows = questions(path)
+            rows = corpus.questions(path)
             start = time.perf_counter()
             probs = [predict(q) for q, _ in rows]
             per_question.append((time.perf_counter() - start) / len(rows))

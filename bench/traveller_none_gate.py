@@ -1,6 +1,6 @@
 """The traveller's gate on questions about nothing (tool_suites/travel/none_gate.py): trained and measured here.
 
-    .venv/bin/python bench/traveller_none_gate.py --measure     # leave-the-future-out, rounds 36 on
+    .venv/bin/python bench/traveller_none_gate.py --measure     # leave-the-future-out, rounds 36 on (--from, --to)
     .venv/bin/python bench/traveller_none_gate.py --write       # train on the whole corpus, write none_gate.tsv
 
 ``--measure``: for each round from ``--from`` (36) on, the reader as it stood before that round's fixes (from git
@@ -32,16 +32,9 @@ import traveller as corpus  # noqa: E402  (bench/traveller.py: the corpus files 
 from tool_suites.travel.lexicon import stems  # noqa: E402
 from tool_suites.travel.none_gate import MIN_WORDS, THRESHOLD, WEIGHTS, NoneGate  # noqa: E402
 
-#: the corpus's files in the order they were written
-ORDER = [corpus.CORPUS, corpus.FRESH, corpus.FINAL, corpus.ROUND4, *corpus.ROUNDS.values()]
 #: the regularisation (scikit-learn's C), chosen with the threshold and the minimum length on rounds 36–49 (and the
 #: rules' probe tests) before rounds 50 and 51 were read
 C = 30.0
-
-
-def questions(path: Path) -> list[tuple[str, list[str]]]:
-    """(question, sorted slots) of a file's slot and ``none`` rows."""
-    return [(r["question"], r["expected"]) for r in corpus._rows(path, lambda i: "") if r["kind"] != "confirm"]
 
 
 def train(rows: list[tuple[str, list[str]]], c: float = C) -> NoneGate:
@@ -77,19 +70,21 @@ def reader_before(path: Path, folder: Path):
                          ["Aster Air", "Borealis", "Dune Airways", "Cirrus Lines", "Egret Air"], ["Lisbon", "Oslo"])
 
 
-def measure(first: int, c: float, threshold: float, min_words: int) -> None:
+def measure(first: int, last: int, c: float, threshold: float, min_words: int) -> None:
     names = dict(corpus.ROUNDS)
     totals = {k: [0, 0] for k in ("slots rules", "slots gated", "none rules", "none gated")}
     print(f"{'round':8} {'kind':6} {'n':>4} {'rules':>6} {'gated':>6}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in range(first, corpus.LAST_ROUND + 1):
+        for n in range(first, last + 1):
             path = names[f"round{n}"]
             folder = Path(tmp) / f"round{n}"
             folder.mkdir()
             reader = reader_before(path, folder)
-            gate = train([row for f in ORDER[:ORDER.index(path)] for row in questions(f)], c)
-            rows = questions(path)
-            readings = [reader.read(q) for q, _ in rows]
+            gate = train([row for f in corpus.ORDER[:corpus.ORDER.index(path)] for row in corpus.questions(f)], c)
+            rows = corpus.questions(path)
+            # (the rules alone, where that reader already had a gate of its own)
+            read = getattr(reader, "read_by_rules", reader.read)
+            readings = [read(q) for q, _ in rows]
             rules = [sorted(r.slots) if r.kind == "ask" else ["confirm"] for r in readings]
             gated = [[] if got and got != ["confirm"] and gate.asks_nothing(stems(q), threshold, min_words) else got
                      for got, (q, _) in zip(rules, rows, strict=True)]
@@ -113,6 +108,7 @@ def main() -> None:
     what.add_argument("--measure", action="store_true", help="leave-the-future-out, rounds --from on")
     what.add_argument("--write", action="store_true", help=f"train on the whole corpus and write {WEIGHTS.name}")
     ap.add_argument("--from", dest="first", type=int, default=36)
+    ap.add_argument("--to", dest="last", type=int, default=corpus.LAST_ROUND)
     ap.add_argument("--C", dest="c", type=float, default=C)
     ap.add_argument("--threshold", type=float, default=THRESHOLD)
     ap.add_argument("--min-words", type=int, default=MIN_WORDS)
@@ -122,9 +118,9 @@ def main() -> None:
     except ImportError:
         sys.exit("needs scikit-learn: .venv/bin/pip install scikit-learn")
     if a.measure:
-        measure(a.first, a.c, a.threshold, a.min_words)
+        measure(a.first, a.last, a.c, a.threshold, a.min_words)
     else:
-        gate = train([row for f in ORDER for row in questions(f)], a.c)
+        gate = train([row for f in corpus.ORDER for row in corpus.questions(f)], a.c)
         gate.write()
         print(f"wrote {WEIGHTS.relative_to(ROOT)}: {len(gate.weights)} features")
 

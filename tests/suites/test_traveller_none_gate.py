@@ -67,7 +67,7 @@ def test_pure_python_matches_scikit_learn():
     from sklearn.linear_model import LogisticRegression
 
     b = bench()
-    rows = b.questions(b.corpus.ROUNDS["round44"]) + b.questions(b.corpus.ROUNDS["round45"])
+    rows = b.corpus.questions(b.corpus.ROUNDS["round44"]) + b.corpus.questions(b.corpus.ROUNDS["round45"])
     gate = b.train(rows)
     vec = TfidfVectorizer(preprocessor=lambda q: " ".join(reading.stems(q)), token_pattern=r"\S+",
                           ngram_range=(1, 2), sublinear_tf=True, min_df=2)
@@ -82,11 +82,11 @@ def test_pure_python_matches_scikit_learn():
 def test_the_shipped_weights_are_trained_from_the_committed_corpus():
     pytest.importorskip("sklearn", reason="scikit-learn is the gate extra (make install brings it)")
     b = bench()
-    retrained = b.train([row for f in b.ORDER for row in b.questions(f)])
+    retrained = b.train([row for f in b.corpus.ORDER for row in b.corpus.questions(f)])
     shipped = none_gate.NoneGate.read()
     assert retrained.weights.keys() == shipped.weights.keys(), (
         "the corpus changed: run .venv/bin/python bench/traveller_none_gate.py --write")
-    questions = [q for f in b.ORDER for q, _ in b.questions(f)]
+    questions = [q for f in b.corpus.ORDER for q, _ in b.corpus.questions(f)]
     for q in questions:
         words = reading.stems(q)
         assert retrained.probability(words) == pytest.approx(shipped.probability(words), abs=1e-6), q
