@@ -24,11 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from topoeval.analysis.summary import build_summary
 from topoeval.analysis.sweep import SweepPoint
 from topoeval.core.errors import UserError
+from topoeval.core.files import write_json_atomic
 from topoeval.core.policy import Policy
 from topoeval.models.adapters import ENV as ADAPTERS_ENV
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.config import Executor, RunConfig
+from topoeval.runner.lock import lock_run
 from topoeval.runner.run import (
     BackendWarning,
     ContaminationWarning,
@@ -155,19 +157,32 @@ async def arun_protocol(protocol: RunConfig | Protocol | str | Path, models: lis
                         out: str | Path | None = None, **settings: Any) -> RunResult:
     """:func:`run_protocol` inside a running event loop (same arguments, one process: no ``workers``)."""
     config = RunConfig.build(protocol, models, out, **settings)
-    run = await arun_episodes(config)
-    return summarise_shard(run) if config.shard is not None else summarise_run(run)
+    run = await arun_episodes(config, hold_lock=True)  # the folder stays held until its reports are written
+    try:
+        return summarise_shard(run) if config.shard is not None else summarise_run(run)
+    finally:
+        run.release()
 
 
 def _run_parallel(config: RunConfig) -> RunResult:
     """The run folder set up here (run.json, plan.json, the preflight), the shards run by worker
     processes or Ray tasks, then merged here."""
-    from topoeval.runner.workers import run_local_workers, worker_count
 
     started = time.perf_counter()
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        prepared = runner.run(arun_episodes(config, plan_only=True))
+        prepared = runner.run(arun_episodes(config, plan_only=True, hold_lock=True))
     run_dir = prepared.run_dir.resolve()
+    # while the shards run, this process holds the folder beside them (a second run into it is refused);
+    # merging takes it whole again
+    prepared.release()
+    with lock_run(run_dir, "run", shard="workers"):
+        return _run_shards(config, prepared, run_dir, started)
+
+
+def _run_shards(config: RunConfig, prepared: EpisodeRun, run_dir: Path, started: float) -> RunResult:
+    """The shards of a prepared run folder, run by worker processes or Ray tasks, then merged."""
+    from topoeval.runner.workers import run_local_workers, worker_count
+
     reused = len(finished_keys(run_dir) & set(prepared.planned))
     # the workers get the protocol as run here (no path to resolve again), absolute folders and the run
     # folder itself; the contamination check ran here, once
@@ -205,11 +220,17 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) ->
     dirs = [Path(d) for d in run_dirs]
     if out is None and len(dirs) > 1:
         raise UserError("merging several folders needs out (the folder to write the merged run into)")
+    out_dir = Path(out) if out is not None else dirs[0]
+    if out is None and not dirs[0].is_dir():
+        raise UserError(f"{dirs[0]}: not a folder")
+    with lock_run(out_dir, "merge"):
+        return _merge(dirs, out_dir)
+
+
+def _merge(dirs: list[Path], out_dir: Path) -> RunResult:
     combined = combine(dirs)
     if combined.missing:
         raise MissingEpisodes(combined.missing, len(combined.plan.keys), combined.missing_by_shard())
-    out_dir = Path(out) if out is not None else dirs[0]
-    out_dir.mkdir(parents=True, exist_ok=True)
     meta = dict(combined.meta)
     if any(out_dir.resolve() == d.resolve() for d in dirs):
         append_missing(out_dir / EPISODES, combined.records)  # the folder keeps its history lines
@@ -324,6 +345,6 @@ def run_sweep(protocol: str | Path, points: list[SweepPoint], out: str | Path, *
     summary = json.loads((Path(result.run_dir) / "summary.json").read_text(encoding="utf-8"))
     sweep = sweep_curves(summary, points, baseline=f"{baseline}-shot", training=training)
     sweep["run_dir"] = str(result.run_dir)
-    (out / "summary.json").write_text(json.dumps(sweep, indent=1) + "\n", encoding="utf-8")
+    write_json_atomic(out / "summary.json", sweep, indent=1)
     write_sweep_reports(sweep, out)
     return sweep

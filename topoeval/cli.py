@@ -205,6 +205,7 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
     """Print success ± std, dq and each dimension, ID against OOD; rewrite report.md, plots and report.html."""
     from topoeval.report.files import write_run_reports
     from topoeval.report.tables import print_quality_table, print_success_table
+    from topoeval.runner.lock import lock_run
     from topoeval.runner.store import read_episodes, read_json
 
     if not (run_dir / "summary.json").is_file():  # a training run: its record's diagnostics (docs/training.md)
@@ -215,7 +216,8 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
     console = _console()
     print_success_table(summary, console)
     print_quality_table(summary, console)
-    written = write_run_reports(summary, read_episodes(run_dir), run_dir)
+    with lock_run(run_dir, "report"):  # not while a run writes the folder
+        written = write_run_reports(summary, read_episodes(run_dir), run_dir)
     console.print("wrote " + ", ".join(p.name for p in written))
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
+from topoeval.core.files import write_json_atomic
 from topoeval.core.suite import ToolError, WorldError
 from topoeval.core.users import UserSettings, use_user
 from topoeval.protocol.discovery import SuiteRegistry
@@ -132,6 +133,5 @@ def user_agreement(run_dir: str | Path, user_model: str, options: Any = None) ->
     finally:
         close_user_models()
     out = {"user_model": user_model, **agreement(replay["questions"]), "skipped_episodes": replay["skipped_episodes"]}
-    (Path(run_dir) / "user_agreement.json").write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n",
-                                                       encoding="utf-8")
+    write_json_atomic(Path(run_dir) / "user_agreement.json", out)
     return out

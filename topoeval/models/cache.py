@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 from topoeval.formats import suite_format
@@ -25,8 +26,13 @@ class ResponseCache:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except sqlite3.DatabaseError as exc:  # not a database (damaged), or a disk that cannot take it
+            self.db.close()
+            raise UserError(f"{path}: the response cache cannot be used ({exc}); delete it (its replies are asked "
+                            "again) or run with --no-cache") from None
         self.hits = self.misses = 0
 
     @staticmethod

@@ -9,6 +9,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
+from topoeval.core.replies import bound_reply
 from topoeval.formats import ToolFormat, default_format, get_format, resolve_format, suite_format
 from topoeval.models.options import ModelOptions
 from topoeval.models.retry import PermanentError, with_retries
@@ -95,8 +96,10 @@ class ChatPolicy(Policy):
             lambda: self.complete(send_messages, send_tools, sampling),
             self.options.max_retries, self.options.max_backoff_s,
         )
+        limits = self.options.reply_limits
+        reply = bound_reply(reply, limits)  # before a format parses the text: nothing unbounded goes further
         if not fmt.native:
-            reply = fmt.read_reply(reply, tools)
+            reply = bound_reply(fmt.read_reply(reply, tools), limits)
         reply.latency_s = time.perf_counter() - started
         return reply
 

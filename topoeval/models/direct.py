@@ -42,6 +42,26 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads  # type: ignore[assignment]  # same call shape as orjson.loads
 
 
+class ResponseTooLarge(RuntimeError):
+    """A server's answer longer than ``reply_limits.max_response_bytes`` (or endless): not retried, the
+    episode is recorded with status error."""
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int, url: str) -> bytes:
+    """The response body, read up to ``limit`` bytes: a longer (or endless) body raises ResponseTooLarge."""
+    declared = resp.content_length
+    if declared is not None and declared > limit:
+        raise ResponseTooLarge(f"response from {url} is {declared} bytes, over reply_limits.max_response_bytes "
+                               f"({limit})")
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLarge(f"response from {url} exceeds reply_limits.max_response_bytes ({limit} bytes)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class DirectPolicy(ChatPolicy):
     concurrency = 64
 
@@ -96,7 +116,7 @@ class DirectPolicy(ChatPolicy):
         url = base + endpoint
         try:
             async with session.post(url, data=_dumps(body)) as resp:
-                raw = await resp.read()
+                raw = await _read_bounded(resp, self.options.reply_limits.max_response_bytes, url)
                 if resp.status >= 500:  # this replica is failing: cool it down, the retry goes to another
                     self.replicas.failed(base)
                 if resp.status in (408, 429) or resp.status >= 500:
@@ -111,7 +131,11 @@ class DirectPolicy(ChatPolicy):
         self.replicas.succeeded(base)
         try:
             return _loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError):
+            pass
+        try:  # invalid UTF-8 or a lone surrogate escape: read what can be read (bound_reply cleans the text)
+            return json.loads(raw.decode("utf-8", "replace"))
+        except (ValueError, RecursionError) as exc:
             raise RuntimeError(f"malformed response from {url}: {raw[:200]!r}") from exc
 
     def _refused(self, status: int, raw: bytes) -> Exception:

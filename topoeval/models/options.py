@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from topoeval.core.choices import ToolMode  # noqa: F401  (re-exported: the enum of tool_mode)
 from topoeval.core.errors import UserError
+from topoeval.core.replies import ReplyLimits
 from topoeval.models.replicas import split_urls
 
 #: The environment variable that sets the local models' CPU threads when n_threads is not given (a
@@ -72,6 +73,10 @@ class ModelOptions(BaseModel):
         "prompt, tools, demonstrations) before its first request, instead of computing that request from scratch "
         "(default on; $TOPOEVAL_LOCAL_PREFIX_STATES=0 turns it off). Either way an episode depends on itself "
         "alone; the two paths' greedy tokens differ, and run.json's inference fingerprint records which ran."))
+
+    reply_limits: ReplyLimits = Field(default_factory=ReplyLimits, description=(
+        "What one reply may hold (topoeval.core.replies): its text, tool names, argument nesting and response "
+        "bytes. A run sets it from RunConfig.reply_limits; set it here for a backend used on its own."))
 
     #: The fields that change what a model is sent or how its reply is read (not only how it is reached):
     #: part of a run's identity and of its response-cache key (:mod:`topoeval.runner.config`). A new

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topoeval.api import run_protocol
+from topoeval.core.files import write_atomic
 from topoeval.policies.registry import EMBEDDED, REFERENCE
 from topoeval.publish.hub import stage
 
@@ -158,8 +159,8 @@ def write_card(out: Path, staged: str) -> None:
     """The hub card (the staged card and the published sweeps' section) and ``results/README.md``."""
     hub = out / "hub"
     card = staged + sweeps_section(hub / "sweeps")
-    (hub / "README.md").write_text(card, encoding="utf-8")
-    (out / "README.md").write_text(results_readme(card), encoding="utf-8")
+    write_atomic(hub / "README.md", card)
+    write_atomic(out / "README.md", results_readme(card))
     print(f"wrote {hub} and {out / 'README.md'}")
 
 

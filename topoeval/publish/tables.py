@@ -10,7 +10,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.version import __version__
 from topoeval.publish.schema import SCORE_COLUMNS
-from topoeval.runner.store import RUN_JSON, EpisodeStore, read_json
+from topoeval.runner.store import RUN_JSON, read_episodes, read_json
 
 #: A results row is replaced by a newer publish of the same key.
 RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256")
@@ -78,9 +78,7 @@ def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     conversation as JSON. An episode that ended in error has null scores."""
     meta, summary = load_run(run_dir)
     rows = []
-    store = EpisodeStore(Path(run_dir))
-    store.close()
-    for rec in store.records.values():
+    for rec in read_episodes(run_dir):  # read only: a run still writing the folder is never disturbed
         scores = rec.get("scores") or {}
         rows.append({
             "protocol": summary["protocol"], "model": rec["model"], "baseline": rec["baseline"],

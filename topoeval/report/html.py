@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.files import write_atomic
 from topoeval.report.headline import build_headline
 from topoeval.report.markdown import render_report_md
 from topoeval.report.tables import INCOMPLETE_NOTE
@@ -284,5 +285,5 @@ def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], p
 
 def write_report_html(summary: dict[str, Any], records: list[dict[str, Any]], run_dir: Path, plots: list[Path]) -> Path:
     path = run_dir / "report.html"
-    path.write_text(render_report_html(summary, records, plots), encoding="utf-8")
+    write_atomic(path, render_report_html(summary, records, plots))
     return path

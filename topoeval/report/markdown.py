@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
+from topoeval.core.files import write_atomic
 from topoeval.report.tables import INCOMPLETE_NOTE, error_mark, topologies_by_role
 
 
@@ -128,4 +129,4 @@ def user_md(cells: list[dict[str, Any]]) -> list[str]:
 
 
 def write_report_md(summary: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(render_report_md(summary), encoding="utf-8")
+    write_atomic(path, render_report_md(summary))

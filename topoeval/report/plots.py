@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
+from topoeval.core.files import write_with
 
 
 def _pyplot():
@@ -43,7 +44,7 @@ def plot_fewshot(summary: dict[str, Any], path: Path) -> Path | None:
     ax.set_title("few-shot recovery")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path)
+    write_with(path, fig.savefig)
     plt.close(fig)
     return path
 
@@ -80,7 +81,7 @@ def plot_dimensions(summary: dict[str, Any], path: Path) -> Path | None:
         ax.set_title(model, fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path)
+    write_with(path, fig.savefig)
     plt.close(fig)
     return path
 
@@ -117,7 +118,7 @@ def plot_ladder(summary: dict[str, Any], path: Path) -> Path | None:
         ax.set_title(f"ladder: {metric} per step", fontsize=9)
         ax.legend(fontsize=6, loc="lower left")
     fig.tight_layout()
-    fig.savefig(path)
+    write_with(path, fig.savefig)
     plt.close(fig)
     return path
 

@@ -6,6 +6,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.files import write_atomic, write_with
+
 PLOT = "sweep.png"
 
 
@@ -54,7 +56,7 @@ def plot_sweep(sweep: dict[str, Any], path: Path) -> Path:
     model = (sweep.get("training") or {}).get("model", "")
     fig.suptitle(f"{sweep['protocol']}: transfer over training {model}".strip())
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    write_with(path, lambda tmp: fig.savefig(tmp, dpi=90))
     plt.close(fig)
     return path
 
@@ -72,12 +74,12 @@ def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
     md = [f"# Transfer over training: {sweep['protocol']}", "", intro, "", f"![curves]({PLOT})", "",
           "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
     md += ["| " + " | ".join(r) + " |" for r in table[1:]] + ["", *peaks, ""]
-    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    write_atomic(out / "report.md", "\n".join(md))
     cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in table[1:])
     page = (f"<!doctype html><meta charset='utf-8'><title>sweep {html.escape(sweep['protocol'])}</title>"
             f"<h1>Transfer over training: {html.escape(sweep['protocol'])}</h1><p>{html.escape(intro)}</p>"
             f"<img src='{PLOT}' alt='curves'><table border='1' cellspacing='0' cellpadding='3'><tr>"
             + "".join(f"<th>{html.escape(h)}</th>" for h in table[0]) + f"</tr>{cells}</table><ul>"
             + "".join(f"<li>{html.escape(p[2:])}</li>" for p in peaks) + "</ul>")
-    (out / "report.html").write_text(page, encoding="utf-8")
+    write_atomic(out / "report.html", page)
     return [plot, out / "report.md", out / "report.html"]

@@ -17,7 +17,8 @@ The identity holds:
   inference fingerprint (llama.cpp build, CPU features, slots, context, threads).
 
 Settings that change how episodes are scheduled or reached, not what they are (concurrency,
-workers, executor, shard, timeouts, retries, the API base and key, the cache, progress) are not.
+workers, executor, shard, timeouts, retries, the API base and key, the cache, progress) are not; nor
+are the reply limits (``reply_limits``), which change only replies no sane model sends.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
+from topoeval.core.replies import ReplyLimits
 from topoeval.core.users import UserSettings
 from topoeval.core.version import DECODING_VERSION
 from topoeval.models.options import ModelOptions
@@ -71,6 +73,10 @@ class RunConfig(BaseModel):
     workers: int | None = Field(default=None, ge=0, description="Local worker processes (0: one per CPU core).")
     executor: Executor = Field(default=Executor.local, description="local processes, or Ray tasks.")
     progress: bool = Field(default=False, description="Show a progress bar.")
+    reply_limits: ReplyLimits = Field(default_factory=ReplyLimits, description=(
+        "What one model reply may hold (text characters, tool-name length, argument nesting depth, response bytes; "
+        "topoeval.core.replies.ReplyLimits): a reply over a limit is cut or makes an invalid call, never stops the "
+        "run. Raise one (e.g. reply_limits={'max_reply_chars': 1_000_000}) for a model that needs more."))
     user_model: str | None = Field(default=None, description=(
         "A model that plays the simulated user (``ask_user``) from the task's hidden slots; None: each suite's "
         "deterministic user, the reference (topoeval.core.users)."))

@@ -15,6 +15,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.policy import REFUSAL_PREFIX, ContextLimitError, EpisodeContext, Policy, RefusalError, SamplingParams
+from topoeval.core.replies import ReplyLimits, bound_reply
 from topoeval.core.state import state_diff
 from topoeval.core.suite import Suite, Task, World, WorldError
 from topoeval.core.users import active_user
@@ -42,8 +43,11 @@ class EpisodeState:
     started leaves ``world`` None and the record without scores.
     """
 
-    def __init__(self, suite: Suite, task: Task, system_prompt: str, demos: list[dict[str, Any]], limits: Limits):
+    def __init__(self, suite: Suite, task: Task, system_prompt: str, demos: list[dict[str, Any]], limits: Limits,
+                 reply_limits: ReplyLimits | None = None):
         self.suite, self.task, self.limits = suite, task, limits
+        #: what one reply may hold (:mod:`topoeval.core.replies`): every reply is bounded before it is applied
+        self.reply_limits = reply_limits or ReplyLimits()
         self.started = time.perf_counter()
         self.withheld = set(task.withheld_tools)
         self._offer_tools()
@@ -103,6 +107,7 @@ class EpisodeState:
     def step(self, reply: AssistantMessage) -> list[dict[str, Any]]:
         """Apply one assistant message; returns the messages it produced: its tool results, or the next
         user instruction when it handed the turn back (empty when the episode ends)."""
+        reply = bound_reply(reply, self.reply_limits)
         turn = self.turns
         self.turns += 1
         self.instruction_turns += 1
@@ -139,7 +144,7 @@ class EpisodeState:
                 assert self.world is not None
                 n_events = len(self.world.events)
                 try:
-                    rec = execute_call(call, turn, self.tool_specs, self.world)
+                    rec = execute_call(call, turn, self.tool_specs, self.world, self.reply_limits.max_argument_depth)
                 except WorldError as exc:  # the world's backend failed: an infrastructure error
                     rec = CallRecord(turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments,
                                      status="tool_error", error=str(exc))
@@ -205,15 +210,17 @@ async def run_episode(
     sample: int,
     shots: int,
     labels: dict[str, Any],
+    reply_limits: ReplyLimits | None = None,
 ) -> dict[str, Any]:
-    """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults).
+    """Roll out ``policy`` on ``task``; returns the episode record (never raises for model faults: whatever
+    a reply holds, the episode ends in a record, with status ``error`` when it could not be scored).
     The world is closed when the episode ends, fails or is cancelled.
 
     When a model plays the user (``--user-model``), a world step may wait on that model (its
     ``ask_user`` is a blocking call), so the step runs in a worker thread (``asyncio.to_thread``,
     which carries the context variables): the run's other episodes go on meanwhile. Each episode
     still steps its own world one message at a time; the default user steps on the loop, as before."""
-    state = EpisodeState(suite, task, system_prompt, demos, limits)
+    state = EpisodeState(suite, task, system_prompt, demos, limits, reply_limits)
     off_loop = active_user().model is not None
     ctx = EpisodeContext(task=task, suite=suite, sample=sample, shots=shots, key=labels.get("key", ""))
     try:
@@ -228,15 +235,38 @@ async def run_episode(
             except RefusalError as exc:  # the provider's content policy blocked it: the model's answer, scored
                 reply = final(REFUSAL_PREFIX + (exc.detail or str(exc)))
             except Exception as exc:  # backend failure after its own retries: record, do not drop
-                state.fail(f"policy: {type(exc).__name__}: {exc}")
+                state.fail(f"policy: {type(exc).__name__}: {_short(exc)}")
                 break
-            if off_loop:
-                await asyncio.to_thread(state.step, reply)
-            else:
-                state.step(reply)
-        return state.record(**labels, sample=sample, shots=shots)
+            try:
+                if off_loop:
+                    await asyncio.to_thread(state.step, reply)
+                else:
+                    state.step(reply)
+            except Exception as exc:  # a reply the harness could not apply: the episode's error
+                state.fail(f"harness: {type(exc).__name__}: {_short(exc)}")
+                break
+        try:
+            return state.record(**labels, sample=sample, shots=shots)
+        except Exception as exc:  # a record that cannot be built: an error record instead
+            return fallback_record({**labels, "sample": sample, "shots": shots}, task, exc, state.errors)
     finally:
         state.close()
+
+
+def fallback_record(labels: dict[str, Any], task: Task, exc: BaseException,
+                    errors: list[str] | None = None) -> dict[str, Any]:
+    """The record of an episode whose own record could not be built or written (a reply the harness could
+    not serialise): status ``error``, no scores, the reason in ``errors``; it runs again on resume."""
+    return {**labels, "task_id": task.id, "family": task.family, "status": "error", "final_answer": None,
+            "turns": 0, "messages": [], "calls": [], "events": [], "state_diff": {},
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "cost": None, "scores": {},
+            "errors": [*(errors or []), f"record: {type(exc).__name__}: {_short(exc)}"]}
+
+
+def _short(exc: BaseException) -> str:
+    """An exception's message on one line, at most 500 characters (a reply can make it huge)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 500 else text[:500] + "…"
 
 
 def _unique_ids(tool_calls: list[ToolCall], turn: int) -> list[ToolCall]:

@@ -31,9 +31,11 @@ from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
+from topoeval.runner.cleanup import Cleanup
 from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
 from topoeval.runner.contamination import overlap_with_exports
-from topoeval.runner.episode import episode_id, episode_key, run_episode
+from topoeval.runner.episode import episode_id, episode_key, fallback_record, run_episode
+from topoeval.runner.lock import RunLock, lock_run
 from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, write_plan
 from topoeval.runner.store import (
     EPISODES,
@@ -73,6 +75,13 @@ class EpisodeRun:
     shard: Shard | None = None
     #: every planned episode key of the run (all shards), in plan order
     planned: list[str] = field(default_factory=list)
+    #: the hold on the run folder, when the caller asked to keep it (``hold_lock``): see :meth:`release`
+    lock: RunLock | None = None
+
+    def release(self) -> None:
+        """Give the run folder back (after the summary and reports are written); safe to call twice."""
+        if self.lock is not None:
+            self.lock.release()
 
     @property
     def errors(self) -> int:
@@ -112,13 +121,18 @@ def loop_factory():
 
 async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[str | Policy] | tuple = (),
                         out: str | Path | None = None, *, done: Collection[str] = (), plan_only: bool = False,
-                        **settings: Any) -> EpisodeRun:
+                        hold_lock: bool = False, **settings: Any) -> EpisodeRun:
     """The episode phase of :func:`topoeval.run_protocol` (see there, and :class:`RunConfig`): a
     RunConfig, or the protocol, models, out and settings it is built from.
 
     ``config.shard``: run only the keys this shard owns, appending to its own episode file (see
     :mod:`topoeval.runner.shards`); ``done``: keys finished elsewhere (a Ray task's driver folder),
     not run again; ``plan_only``: write run.json and plan.json, check the models, run nothing.
+
+    The run folder is held (:func:`topoeval.runner.lock.lock_run`) from before anything in it is read
+    until the episodes are written; ``hold_lock``: the returned run keeps holding it (its caller writes
+    the summary and reports, then calls :meth:`EpisodeRun.release`). Whatever fails, every backend,
+    the episode file, the response cache and the user models are closed (:class:`Cleanup`).
     """
     t0 = time.perf_counter()
     config = RunConfig.build(config, models, out, **settings)
@@ -128,68 +142,82 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     shard, models, out = config.shard, config.models, config.out
     if not models:
         raise UserError("no model given (models=[...], e.g. models=['oracle'])")
-    policies = [make_policy(m, config.model_options) for m in models]
-    names = [p.name for p in policies]
-    if len(set(names)) != len(names):
-        raise UserError(f"the same model is named twice: {names}")
-    k = config.samples or protocol.samples
+    options = config.model_options.model_copy(update={"reply_limits": config.reply_limits})
+    async with Cleanup() as cleanup:
+        policies = []
+        for m in models:  # each backend is closed however the run ends, from the moment it exists
+            policy = make_policy(m, options)
+            policies.append(policy)
+            cleanup.add(f"model '{policy.name}'", policy.aclose)
+        names = [p.name for p in policies]
+        if len(set(names)) != len(names):
+            raise UserError(f"the same model is named twice: {names}")
+        k = config.samples or protocol.samples
 
-    topologies = [resolve(t, registry) for t in protocol.topologies()]
-    task_sets = {
-        t.name: t.tasks("test", protocol.tasks.test.seed,
-                        config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
-        for t in topologies
-    }
-    p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
-    versions = {t.suite.name: v for t in topologies if (v := t.suite.behaviour_version()) is not None}
-    identity = run_identity(config, protocol, p_hash, t_hash, policies, versions)
-    run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, identity, k)
-    _check_run_json(run_dir / RUN_JSON, identity)
-    # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again
-    finished = finished_keys(run_dir) | set(done)
-    planned = list(_episodes(names, protocol.baselines.shots, topologies, task_sets, k))
-    pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key in planned
-               if key not in finished and (shard is None or shard.owns(key))]
-    await _preflight(policies, {job[0] for job in pending})
-    weights = {p.name: p.weights for p in policies if p.weights}
-    meta = _open_run_json(run_dir, protocol, identity, names, k, task_sets, weights)
-    inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
-    if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
-        meta["inference"] = {**meta.get("inference", {}), **inference}
-    formats = format_record(policies, topologies)  # each model's tool-call format, and format-shift steps
-    meta["tool_formats"] = {"models": {**meta.get("tool_formats", {}).get("models", {}), **formats["models"]},
-                            "topologies": formats["topologies"]}
-    # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
-    meta["overrides"] = config.overrides()
-    meta["config"] = config.record()
-    overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
-    if overlap:
-        meta["trained_on"] = overlap
-    write_json(run_dir / RUN_JSON, meta)
-    order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
-    write_plan(run_dir, Plan(models=names, samples=k, order=order, keys=[job[-1] for job in planned]))
-    for export, count in overlap.items():
-        if count:
-            warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
-                          "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
-    store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES)
-    planned_keys = {job[-1] for job in planned}  # another model's episodes in the folder are not this run's
-    reused = sum(1 for key, r in store.records.items() if is_finished(r) and key in planned_keys)
-    cache_path = run_dir / (shard.cache_name if shard else "cache.sqlite")  # SQLite is per shard, not shared
-    response_cache = ResponseCache(cache_path) if config.cache and not all(is_reference(m) for m in models) else None
-    if response_cache is not None:
-        policies = [p if is_reference(m) else CachedPolicy(p, response_cache, cache_salt(identity, p.name))
-                    for m, p in zip(models, policies, strict=True)]
+        topologies = [resolve(t, registry) for t in protocol.topologies()]
+        task_sets = {
+            t.name: t.tasks("test", protocol.tasks.test.seed,
+                            config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
+            for t in topologies
+        }
+        p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
+        versions = {t.suite.name: v for t in topologies if (v := t.suite.behaviour_version()) is not None}
+        identity = run_identity(config, protocol, p_hash, t_hash, policies, versions)
+        run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, identity, k)
+        if not run_dir.exists():  # a run that fails before writing anything leaves no folder behind
+            cleanup.on_error("the new run folder", lambda: _remove_if_unused(run_dir))
+        lock = lock_run(run_dir, "run", shard=f"shard-{shard.index}-of-{shard.count}" if shard else None)
+        (cleanup.on_error if hold_lock else cleanup.add)("the run folder's lock", lock.release)
+        _check_run_json(run_dir / RUN_JSON, identity)
+        # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again
+        finished = finished_keys(run_dir) | set(done)
+        planned = list(_episodes(names, protocol.baselines.shots, topologies, task_sets, k))
+        pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key in planned
+                   if key not in finished and (shard is None or shard.owns(key))]
+        await _preflight(policies, {job[0] for job in pending})
+        weights = {p.name: p.weights for p in policies if p.weights}
+        meta = _open_run_json(run_dir, protocol, identity, names, k, task_sets, weights)
+        inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
+        if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
+            meta["inference"] = {**meta.get("inference", {}), **inference}
+        formats = format_record(policies, topologies)  # each model's tool-call format, and format-shift steps
+        meta["tool_formats"] = {"models": {**meta.get("tool_formats", {}).get("models", {}), **formats["models"]},
+                                "topologies": formats["topologies"]}
+        # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
+        meta["overrides"] = config.overrides()
+        meta["config"] = config.record()
+        overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
+        if overlap:
+            meta["trained_on"] = overlap
+        write_json(run_dir / RUN_JSON, meta)
+        order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
+        write_plan(run_dir, Plan(models=names, samples=k, order=order, keys=[job[-1] for job in planned]))
+        for export, count in overlap.items():
+            if count:
+                warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
+                              "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
+        store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES)
+        cleanup.add("the episode file", store.close)
+        planned_keys = {job[-1] for job in planned}  # another model's episodes in the folder are not this run's
+        reused = sum(1 for key, r in store.records.items() if is_finished(r) and key in planned_keys)
+        cache_path = run_dir / (shard.cache_name if shard else "cache.sqlite")  # SQLite is per shard, not shared
+        cached = config.cache and not all(is_reference(m) for m in models)
+        response_cache = ResponseCache(cache_path) if cached else None
+        if response_cache is not None:
+            cleanup.add("the response cache", response_cache.close)
+            policies = [p if is_reference(m) else CachedPolicy(p, response_cache, cache_salt(identity, p.name))
+                        for m, p in zip(models, policies, strict=True)]
+        if config.user_model is not None:
+            cleanup.add("the user models", lambda: asyncio.to_thread(close_user_models))
 
-    demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
-    by_name = {p.name: p for p in policies}
-    jobs = [] if plan_only else [(by_name[name], shots, topo, task, s, key)
-                                 for name, shots, topo, task, s, key in pending]
+        demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
+        by_name = {p.name: p for p in policies}
+        jobs = [] if plan_only else [(by_name[name], shots, topo, task, s, key)
+                                     for name, shots, topo, task, s, key in pending]
 
-    new = 0
-    started = time.perf_counter()
-    timing: dict[str, float] = {"setup_s": started - t0}
-    try:
+        new = 0
+        started = time.perf_counter()
+        timing: dict[str, float] = {"setup_s": started - t0}
         with _progress(config.progress, len(jobs)) as advance:
             sems = {p.name: asyncio.Semaphore(config.concurrency or p.concurrency) for p in policies}
             user = UserSettings(model=config.user_model)
@@ -208,21 +236,17 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
                                 "suite": topo.suite.name, "role": topo.spec.role,
                                 "demo_task_ids": demos.get((topo.name, shots, s), ([], []))[1],
                             },
+                            reply_limits=config.reply_limits,
                         )
-                store.append(record)
+                try:
+                    store.append(record)
+                except (ValueError, TypeError, RecursionError) as exc:  # not writable as JSON: an error record
+                    store.append(fallback_record({k: record.get(k) for k in _LABELS}, task, exc, record.get("errors")))
                 new += 1
                 advance()
 
             await asyncio.gather(*(one(*job) for job in jobs))
             timing["episodes_s"] = time.perf_counter() - started
-    finally:
-        store.close()
-        for p in policies:
-            await p.aclose()
-        if config.user_model is not None:
-            await asyncio.to_thread(close_user_models)
-        if response_cache is not None:
-            response_cache.close()
 
     # the folder's episodes (a shard's: those it owns), in plan order however they were run
     records = store.records if episode_files(run_dir) == [store.path] else folder_records(run_dir)
@@ -231,7 +255,20 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     keys = [job[-1] for job in planned]
     return EpisodeRun(run_dir=run_dir, protocol=protocol, records=in_plan_order(records, keys), order=order,
                       protocol_sha256=p_hash, task_set_sha256=t_hash, meta=meta, new_episodes=new,
-                      reused_episodes=reused, timing=timing, shard=shard, planned=keys)
+                      reused_episodes=reused, timing=timing, shard=shard, planned=keys,
+                      lock=lock if hold_lock else None)
+
+
+#: the fields of an episode record the runner labels it with (kept in a record that replaces an unwritable one)
+_LABELS = ("key", "episode_id", "model", "baseline", "topology", "suite", "role", "demo_task_ids", "sample", "shots")
+
+
+def _remove_if_unused(run_dir: Path) -> None:
+    """Remove a run folder this run created when it holds nothing but lock files (the run failed first)."""
+    if run_dir.is_dir() and all(p.name.startswith("run.") and p.name.endswith(".lock") for p in run_dir.iterdir()):
+        for p in run_dir.iterdir():
+            p.unlink()
+        run_dir.rmdir()
 
 
 def _episodes(names: list[str], shots_list: list[int], topologies: list[ResolvedTopology], task_sets, k: int):
@@ -250,27 +287,15 @@ class BackendWarning(UserWarning):
 
 async def _preflight(policies: list[Policy], names: set[str]) -> None:
     """One cheap request per model that has episodes to run, before any episode: credentials or a
-    model name that retrying cannot fix end the run here (UserError), with every backend closed."""
-    try:
-        results = await asyncio.gather(*(p.preflight() for p in policies if p.name in names), return_exceptions=True)
-    except BaseException:
-        await _close_all(policies)
-        raise
+    model name that retrying cannot fix end the run here (UserError; the run's cleanup closes every
+    backend)."""
+    results = await asyncio.gather(*(p.preflight() for p in policies if p.name in names), return_exceptions=True)
     failure = next((r for r in results if isinstance(r, BaseException)), None)
     if failure is not None:
-        await _close_all(policies)
         raise failure
     for warning in results:
         if warning:
             warnings.warn(str(warning), BackendWarning, stacklevel=3)
-
-
-async def _close_all(policies: list[Policy]) -> None:
-    for p in policies:
-        try:
-            await p.aclose()
-        except Exception:
-            pass
 
 
 def _sampling(protocol: Protocol, sample: int) -> SamplingParams:

@@ -16,7 +16,6 @@ planned keys no file has.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,13 +25,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
+from topoeval.core.files import atomic_file
 from topoeval.runner.store import (
     RUN_JSON,
     SHARD_EPISODES,
+    EpisodeStore,
     episode_files,
     is_finished,
     read_json,
     read_records,
+    record_line,
     write_json,
 )
 
@@ -223,21 +225,22 @@ def folder_records(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def write_episodes(path: Path, records: list[dict[str, Any]]) -> None:
-    """Write ``records`` as one JSONL file, atomically."""
-    tmp = path.with_name(f"{path.name}.merge.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    """Write ``records`` as one JSONL file, atomically (a unique scratch file, fsync, replace)."""
+    with atomic_file(path) as fh:
         for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+            fh.write(record_line(rec))
 
 
 def append_missing(path: Path, records: list[dict[str, Any]]) -> int:
     """Append to the episode file ``path`` each record whose key's latest line there is not it
-    (earlier lines stay as history); returns how many were appended."""
-    have = read_records(path) if path.exists() else {}
-    new = [r for r in records if r["key"] not in have or _outcome(have[r["key"]]) != _outcome(r)]
-    if new:
-        with open(path, "a", encoding="utf-8") as fh:
-            for rec in new:
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    (earlier lines stay as history); returns how many were appended. The caller holds the folder
+    (:func:`topoeval.runner.lock.lock_run`): a damaged tail is repaired first."""
+    store = EpisodeStore(path.parent, path.name)
+    try:
+        have = store.records
+        new = [r for r in records if r["key"] not in have or _outcome(have[r["key"]]) != _outcome(r)]
+        for rec in new:
+            store.append(rec)
+    finally:
+        store.close()
     return len(new)

@@ -3,8 +3,8 @@
 Every call ends in a :class:`CallRecord` with a status:
 
 - ``ok`` — executed; ``observation`` holds the world's answer;
-- ``invalid`` — unknown tool, arguments that are not a JSON object, or a schema violation;
-  the world never sees it (counted in ``invalid_calls``);
+- ``invalid`` — unknown tool, arguments that are not a JSON object, nest deeper than
+  ``reply_limits.max_argument_depth``, or violate the schema; the world never sees it (counted in ``invalid_calls``);
 - ``tool_error`` — valid, but the world refused it (unknown id, ...);
 - ``crash`` — the suite's own code raised; recorded so a suite bug cannot kill a run.
 
@@ -21,7 +21,10 @@ import jsonschema
 from pydantic import BaseModel, Field
 
 from topoeval.core.messages import ToolCall
+from topoeval.core.replies import ReplyLimits, nesting_depth
 from topoeval.core.suite import ToolError, ToolSpec, World, WorldError
+
+DEFAULT_LIMITS = ReplyLimits()
 
 
 class CallRecord(BaseModel):
@@ -50,18 +53,26 @@ def _validator(spec: ToolSpec) -> jsonschema.Draft202012Validator:
     return hit[1]
 
 
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(arguments, None) or (None, why not)."""
+def parse_arguments(raw: str, max_depth: int = DEFAULT_LIMITS.max_argument_depth,
+                    ) -> tuple[dict[str, Any] | None, str | None]:
+    """(arguments, None) or (None, why not). Arguments nested deeper than ``max_depth`` are refused
+    before they are parsed (nothing downstream meets a value deeper than that)."""
+    if raw and raw.count("[") + raw.count("{") > max_depth and (depth := nesting_depth(raw)) > max_depth:
+        return None, (f"arguments nest {depth} deep, more than the limit of {max_depth} "
+                      "(reply_limits.max_argument_depth)")
     try:
         args = json.loads(raw) if raw and raw.strip() else {}
     except json.JSONDecodeError as exc:
         return None, f"arguments are not valid JSON: {exc.msg}"
+    except (RecursionError, ValueError) as exc:
+        return None, f"arguments could not be read: {type(exc).__name__}"
     if not isinstance(args, dict):
         return None, f"arguments must be a JSON object, got {type(args).__name__}"
     return args, None
 
 
-def execute_call(call: ToolCall, turn: int, tools: dict[str, ToolSpec], world: World) -> CallRecord:
+def execute_call(call: ToolCall, turn: int, tools: dict[str, ToolSpec], world: World,
+                 max_depth: int = DEFAULT_LIMITS.max_argument_depth) -> CallRecord:
     """Validate ``call`` against its tool's schema, then run it in ``world``."""
     rec = CallRecord(turn=turn, id=call.id, name=call.name, raw_arguments=call.arguments, status="ok")
     spec = tools.get(call.name)
@@ -69,13 +80,17 @@ def execute_call(call: ToolCall, turn: int, tools: dict[str, ToolSpec], world: W
         rec.status, rec.error = "invalid", f"unknown tool '{call.name}' (available: {', '.join(sorted(tools))})"
         return rec
     rec.effect = spec.effect.value
-    args, err = parse_arguments(call.arguments)
+    args, err = parse_arguments(call.arguments, max_depth)
     if err or args is None:
         rec.status, rec.error = "invalid", err
         return rec
     rec.arguments = args
     validator = _validator(spec)
-    problem = None if validator.is_valid(args) else min(validator.iter_errors(args), key=str)
+    try:
+        problem = None if validator.is_valid(args) else min(validator.iter_errors(args), key=str)
+    except RecursionError:  # a schema check that recursed too deep: the arguments are refused, not the run
+        rec.status, rec.error = "invalid", "arguments could not be checked against the schema (nested too deep)"
+        return rec
     if problem is not None:
         where = ".".join(str(p) for p in problem.absolute_path) or "arguments"
         rec.status, rec.error = "invalid", f"{where}: {problem.message}"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from topoeval.core.errors import UserError
+from topoeval.core.files import write_json_atomic
 from topoeval.core.parquet import write_rows
 from topoeval.core.suite import Split, Task, canonical_json
 from topoeval.core.version import __version__
@@ -133,7 +134,7 @@ def export_tasks(protocol: Any, out: str | Path, *, split: str = "train", n: int
     manifest = {"protocol": sel.protocol.name, "protocol_sha256": sel.protocol_sha256, "topology": sel.topology.name,
                 "split": split, "n": sel.n, "seed": sel.seed, "task_set_sha256": sel.task_set_sha256,
                 "topoeval_version": __version__, "fingerprints": sorted(t.fingerprint() for t in sel.tasks)}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    write_json_atomic(out / MANIFEST, manifest, indent=1)
     return path
 
 

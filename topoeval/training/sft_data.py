@@ -152,13 +152,13 @@ async def policy_conversations(protocol: Protocol, topo: ResolvedTopology, tasks
 def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = ()) -> SftData:
     """The successful episodes of a run folder (any model, any baseline: demos are not part of an
     episode's messages), each with the task regenerated from the run's protocol."""
-    from topoeval.runner.store import RUN_JSON
+    from topoeval.runner.store import EPISODES, RUN_JSON, iter_records
 
     run_dir = Path(run_dir)
     try:
         meta = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
         protocol = Protocol.model_validate(meta["protocol"])
-        lines = (run_dir / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+        records = iter_records(run_dir / EPISODES)  # a damaged line (a torn tail) is skipped, with a warning
     except (OSError, ValueError, KeyError) as exc:
         raise UserError(f"--from-run {run_dir}: not a topoeval run folder ({type(exc).__name__}: {exc})") from None
     source = f"run:{run_dir.name}"
@@ -166,10 +166,7 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = ()) -> Sf
     out = SftData(sources={source: counts})
     topologies: dict[str, ResolvedTopology] = {}
     seen: set[str] = set()
-    for line in lines:
-        if not line.strip():
-            continue
-        record = json.loads(line)
+    for record in records:
         counts["episodes"] += 1
         if not _succeeded(record):
             counts["failed"] += 1
