@@ -1,0 +1,95 @@
+"""An episode always ends in a record, whatever its policy's replies hold: deep arguments are an
+invalid call, and a reply the harness cannot apply, score or write is an ``error`` episode, never
+the end of the run."""
+
+import json
+
+import pytest
+
+import topoeval
+from topoeval.core.messages import AssistantMessage, ToolCall, final
+from topoeval.core.policy import Policy
+from topoeval.core.suite import ToolSpec
+from topoeval.runner import episode as episode_mod
+from topoeval.runner.tool_exec import execute_call
+
+
+def _nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+class Deep(Policy):
+    """Calls ``lookup`` with arguments nested ``depth`` deep, then answers."""
+
+    name = "deep"
+
+    def __init__(self, arguments: str):
+        self.arguments = arguments
+
+    async def act(self, messages, tools, sampling, ctx):
+        if not any(m["role"] == "tool" for m in messages):
+            return AssistantMessage(tool_calls=[ToolCall(id="c", name="lookup", arguments=self.arguments)])
+        return final(ctx.task.answer)
+
+
+def _lines(out):
+    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("arguments,why", [
+    (_nested(300), "arguments nest 300 deep, more than the limit of 64"),  # model_dump: "Circular reference"
+    ("[" * 150_000 + "]" * 150_000, "deep, more than the limit of 64"),  # json.loads: RecursionError (and cut)
+])
+def test_arguments_nested_past_the_limit_are_an_invalid_call_and_the_run_completes(tmp_path, echo_protocol,
+                                                                                     fixture_suites, arguments, why):
+    out = tmp_path / "run"
+    res = topoeval.run_protocol(echo_protocol(n=2), [Deep(arguments)], out, suites_dirs=[fixture_suites])
+    assert res.new_episodes == 4 and res.errors == 0
+    for rec in _lines(out):
+        call = rec["calls"][0]
+        assert rec["status"] == "done" and call["status"] == "invalid" and why in call["error"]
+    again = topoeval.run_protocol(echo_protocol(n=2), [Deep(arguments)], out, suites_dirs=[fixture_suites])
+    assert (again.new_episodes, again.reused_episodes) == (0, 4)
+
+
+def test_arguments_a_raised_limit_lets_through_are_still_refused_not_raised():
+    """With the nesting limit raised past what Python can recurse, parsing and the schema check still refuse."""
+    spec = ToolSpec(name="lookup", description="", parameters={
+        "type": "object", "properties": {"a": {"$ref": "#"}}, "additionalProperties": False},
+        effect="read", idempotent=True, parallel_safe=True)
+    for depth in (900, 5000):
+        call = ToolCall(id="c", name="lookup", arguments=_nested(depth))
+        rec = execute_call(call, 0, {"lookup": spec}, world=None, max_depth=10**9)  # type: ignore[arg-type]
+        assert rec.status == "invalid" and rec.error
+
+
+@pytest.mark.parametrize("where,error", [
+    ("record", ValueError("Circular reference detected")),
+    ("step", RecursionError("maximum recursion depth exceeded")),
+])
+def test_a_reply_the_harness_cannot_apply_or_record_is_an_error_episode(tmp_path, echo_protocol, fixture_suites,
+                                                                         monkeypatch, where, error):
+    def boom(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(episode_mod.EpisodeState, where, boom)
+    out = tmp_path / "run"
+    res = topoeval.run_protocol(echo_protocol(n=2), ["oracle"], out, suites_dirs=[fixture_suites])
+    assert res.new_episodes == 4 and res.errors == 4
+    assert all(r["status"] == "error" and type(error).__name__ in r["errors"][-1] for r in _lines(out))
+
+
+def test_a_record_that_cannot_be_written_as_json_is_replaced_by_an_error_record(tmp_path, echo_protocol,
+                                                                                 fixture_suites, monkeypatch):
+    real = episode_mod.EpisodeState.record
+
+    def unwritable(self, **labels):
+        rec = real(self, **labels)
+        rec["final_answer"] = {"not", "json"}  # a value json cannot write
+        return rec
+
+    monkeypatch.setattr(episode_mod.EpisodeState, "record", unwritable)
+    out = tmp_path / "run"
+    res = topoeval.run_protocol(echo_protocol(n=1), ["oracle"], out, suites_dirs=[fixture_suites])
+    assert res.new_episodes == 2 and res.errors == 2
+    assert all(r["status"] == "error" and "record: TypeError" in r["errors"][-1] for r in _lines(out))

@@ -1,0 +1,131 @@
+"""A run folder is owned while it is written: a second writer ends in one line naming the first."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import topoeval
+import topoeval.api
+from topoeval.core.errors import UserError
+from topoeval.core.policy import Policy
+from topoeval.runner import lock as lock_mod
+
+HOLD = ("import sys, time; from topoeval.runner.lock import lock_run; "
+        "lock_run(sys.argv[1], sys.argv[2], shard=sys.argv[3] or None); print('held', flush=True); time.sleep(60)")
+
+
+def _holder(run_dir, doing="run", shard=""):
+    """Another process holding ``run_dir`` (until it is killed)."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir), doing, shard, "--api-key", "sk-secret"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def _wait_for_lines(path, n, proc, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("run made no progress")
+
+
+def test_a_second_run_merge_or_report_of_a_running_folder_is_one_line_naming_it(tmp_path, echo_protocol,
+                                                                                 fixture_suites, topoeval_cmd, cli):
+    out = tmp_path / "run"
+    proto = echo_protocol(n=30, delay=0.05)
+    cmd = [*topoeval_cmd, "run", str(proto), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out),
+           "--concurrency", "1", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_lines(out / "episodes.jsonl", 2, proc)
+        with pytest.raises(lock_mod.FolderBusy) as busy:
+            topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+        line = str(busy.value)
+        assert "\n" not in line and f"is being written by another topoeval (pid {proc.pid} on " in line
+        assert "run since 20" in line and f"run {proto} -m oracle" in line
+        second = cli("run", str(proto), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out))
+        assert second.returncode == 2 and second.stderr.count("\n") == 1 and f"(pid {proc.pid} " in second.stderr
+        merge = cli("merge", str(out))
+        assert merge.returncode == 2 and f"(pid {proc.pid} " in merge.stderr and "Traceback" not in merge.stderr
+        assert proc.poll() is None  # nothing above disturbed the running run
+    finally:
+        proc.wait(timeout=120)
+    assert proc.returncode == 0
+    assert cli("report", str(out)).returncode == 0  # once it ended, the folder is free again
+    again = topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    assert again.new_episodes == 0 and again.reused_episodes == 60
+
+
+def test_shards_write_side_by_side_but_a_shard_runs_once_and_merge_waits(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _holder(run_dir, "run", "shard-1-of-2")
+    try:
+        with lock_mod.lock_run(run_dir, "run", shard="shard-2-of-2"):  # another shard: beside it
+            pass
+        with pytest.raises(lock_mod.FolderBusy, match=rf"\(pid {proc.pid} on .*: .*--api-key \*\*\*\)"):
+            lock_mod.lock_run(run_dir, "run", shard="shard-1-of-2")  # the same shard twice
+        with pytest.raises(lock_mod.FolderBusy, match=rf"pid {proc.pid} "):
+            lock_mod.lock_run(run_dir, "merge")  # a merge while a shard writes
+        assert "sk-secret" not in (run_dir / "run.shard-1-of-2.lock").read_text()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with lock_mod.lock_run(run_dir, "merge"):  # a killed holder leaves no held lock
+        pass
+
+
+def test_a_whole_run_keeps_shards_out_and_is_reentrant_in_its_own_process(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _holder(run_dir, "run")
+    try:
+        with pytest.raises(lock_mod.FolderBusy, match=rf"pid {proc.pid} "):
+            lock_mod.lock_run(run_dir, "run", shard="shard-1-of-2")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with lock_mod.lock_run(run_dir, "run", shard="workers"):  # a --workers parent beside its shards ...
+        with lock_mod.lock_run(run_dir, "merge"):  # ... takes the folder whole to merge them
+            pass
+        with lock_mod.lock_run(run_dir, "run", shard="workers"):
+            pass
+    assert not lock_mod._HELD
+
+
+def test_a_folder_that_cannot_be_written_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UserError, match=r"file/run: cannot be written \("):
+        lock_mod.lock_run(blocker / "run", "run")
+
+
+def test_the_recorded_command_hides_keys_and_url_credentials(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["topoeval", "run", "p", "--api-key", "sk-1", "--api-key=sk-2",
+                                      "--api-base", "http://user:tok@host/v1?api-key=sk-3"])
+    line = lock_mod.command_line()
+    assert "sk-" not in line and "tok@" not in line and line.startswith("topoeval run p --api-key *** --api-key=***")
+
+
+class Rejected(Policy):
+    """A model whose preflight is refused (a wrong key): the run ends before it writes anything."""
+
+    name = "rejected"
+
+    async def act(self, messages, tools, sampling, ctx):
+        raise AssertionError("never asked")
+
+    async def preflight(self):
+        raise UserError("model 'rejected': the key was rejected")
+
+
+def test_a_run_that_fails_before_writing_leaves_no_folder_and_no_lock(tmp_path, echo_protocol, fixture_suites):
+    out = tmp_path / "run"
+    with pytest.raises(UserError, match="the key was rejected"):
+        topoeval.run_protocol(echo_protocol(n=1), [Rejected()], out, suites_dirs=[fixture_suites])
+    assert not out.exists() and not lock_mod._HELD

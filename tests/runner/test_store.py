@@ -1,0 +1,155 @@
+"""The episode store: readers never write, any tail damage is read past with one line, the writer
+repairs under its lock with a unique scratch file and fsync, and every run file is written atomically."""
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+import topoeval
+import topoeval.api
+from topoeval.runner.store import EPISODES, EpisodeStore, StoreWarning, finished_keys, read_episodes, read_records
+
+
+def _run(out, proto, suites, models=("oracle",)):
+    return topoeval.run_protocol(proto, list(models), out, suites_dirs=[suites])
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(raw) for raw in path.read_bytes().split(b"\n") if raw.strip()]
+
+
+def _snapshot(path: Path) -> tuple[int, bytes]:
+    return path.stat().st_ino, path.read_bytes()
+
+
+def _torn_utf8(path: Path) -> None:
+    """The last record cut in the middle of a two-byte character (a full disk or a power cut mid-write)."""
+    raw = path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)
+    last = json.loads(raw[1])
+    last["final_answer"] = "é" * 40
+    data = json.dumps(last, ensure_ascii=False).encode()
+    cut = data.index("é".encode()) + 1  # the first byte of "é" only
+    path.write_bytes(raw[0] + b"\n" + data[:cut])
+
+
+def test_a_torn_utf8_tail_is_read_past_in_one_line_and_runs_again(tmp_path, echo_protocol, fixture_suites):
+    out, proto = tmp_path / "run", echo_protocol(n=3)
+    _run(out, proto, fixture_suites)
+    path = out / EPISODES
+    _torn_utf8(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert len(read_episodes(out)) == 5 and len(finished_keys(out)) == 5
+    message = [str(w.message) for w in caught if issubclass(w.category, StoreWarning)]
+    assert message and "\n" not in message[0]
+    assert f"{path}: skipped 1 damaged line(s): line 6 (" in message[0] and "bytes: not UTF-8" in message[0]
+    res = _run(out, proto, fixture_suites)  # resume, then the summary and reports read the same file
+    assert res.new_episodes == 1 and res.reused_episodes == 5
+    assert len({r["key"] for r in _lines(path)}) == 6 == len(_lines(path))
+    merged = topoeval.api.merge_runs([out])
+    assert merged.cells and not merged.errors
+
+
+def test_a_last_line_without_its_newline_is_not_glued_to_the_next_record(tmp_path, echo_protocol, fixture_suites):
+    out, proto = tmp_path / "run", echo_protocol(n=3)
+    _run(out, proto, fixture_suites)
+    path = out / EPISODES
+    kept = path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[0]  # drop the last episode, and the newline before it
+    path.write_bytes(kept)
+    res = _run(out, proto, fixture_suites)
+    assert res.new_episodes == 1
+    records = _lines(path)  # every line is one whole record
+    assert len(records) == 6 == len({r["key"] for r in records})
+
+
+def test_readers_never_rewrite_a_damaged_store(tmp_path, echo_protocol, fixture_suites):
+    from topoeval.publish.tables import episode_rows
+    from topoeval.training.sft_data import run_conversations
+
+    out, proto = tmp_path / "run", echo_protocol(n=3)
+    _run(out, proto, fixture_suites)
+    path = out / EPISODES
+    _torn_utf8(path)
+    before = _snapshot(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreWarning)
+        read_episodes(out)
+        finished_keys(out)
+        read_records(path)
+        assert len(episode_rows(out)) == 5  # what publish reads
+        conversations = run_conversations(out, [fixture_suites])  # export --from-run: no crash on the torn line
+        topoeval.api.compare_runs([out])
+    assert conversations.sources[f"run:{out.name}"]["episodes"] == 5
+    assert _snapshot(path) == before
+
+
+def test_a_reader_cannot_lose_a_running_writers_episodes(tmp_path, echo_protocol, fixture_suites):
+    """The writer keeps its file open; a reader meeting a damaged line must not swap the file under it."""
+    from topoeval.publish.tables import episode_rows
+
+    out, proto = tmp_path / "run", echo_protocol(n=2)
+    _run(out, proto, fixture_suites)
+    path = out / EPISODES
+    first = _lines(path)[0]
+    store = EpisodeStore(out)  # the running writer
+    try:
+        with open(path, "ab") as fh:
+            fh.write(b'{"key": "torn\n')  # damage in the file while it runs (a torn line of another writer)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StoreWarning)
+            episode_rows(out)  # `topoeval publish` of the folder meanwhile
+            store.append({**first, "key": "written-after-the-reader"})
+    finally:
+        store.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreWarning)
+        assert "written-after-the-reader" in read_records(path)
+
+
+def test_the_writer_repairs_damage_in_place_with_a_unique_scratch_file_and_fsync(tmp_path, monkeypatch):
+    path = tmp_path / EPISODES
+    rec = {"key": "a", "status": "done"}
+    path.write_bytes(json.dumps(rec).encode() + b"\n" + b'{"key": "b", "stat\xc3\n' + json.dumps({**rec, "key": "c"}).encode())
+    synced, replaced = [], []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    monkeypatch.setattr(os, "replace", lambda a, b: (replaced.append((Path(a).name, Path(b).name)), real_replace(a, b)))
+    with pytest.warns(StoreWarning, match=r"line 2 \(\d+ bytes"):
+        store = EpisodeStore(tmp_path)
+    store.append({**rec, "key": "d"})
+    store.close()
+    assert [r["key"] for r in _lines(path)] == ["a", "c", "d"]
+    (src, dst), = replaced
+    assert dst == EPISODES and src != f"{EPISODES}.tmp" and str(os.getpid()) in src  # not a fixed scratch name
+    assert str(tmp_path) in synced and any(s.endswith(src) or s.endswith(EPISODES) for s in synced)  # folder and file
+    assert [p.name for p in tmp_path.iterdir()] == [EPISODES]  # no scratch file left
+
+
+def test_a_cut_tail_is_truncated_by_the_writer_only(tmp_path):
+    path = tmp_path / EPISODES
+    good = json.dumps({"key": "a", "status": "done"}).encode() + b"\n"
+    path.write_bytes(good + b'{"key": "b", "status": "do')
+    with pytest.warns(StoreWarning, match="not complete JSON"):
+        assert list(read_records(path)) == ["a"]
+    assert path.read_bytes().endswith(b'"do')  # the reader left it
+    with pytest.warns(StoreWarning):
+        EpisodeStore(tmp_path).close()
+    assert path.read_bytes() == good
+
+
+def test_every_file_a_run_writes_is_written_atomically(tmp_path, echo_protocol, fixture_suites, monkeypatch):
+    replaced: dict[str, str] = {}
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (replaced.__setitem__(Path(b).name, Path(a).name),
+                                                     real_replace(a, b)))
+    out = tmp_path / "run"
+    _run(out, echo_protocol(n=2), fixture_suites, models=("oracle", "noop"))
+    written = {p.name for p in out.iterdir() if p.name not in (EPISODES,) and not p.name.endswith(".lock")}
+    assert {"run.json", "plan.json", "summary.json", "report.md", "report.html"} <= written
+    assert any(name.endswith(".png") for name in written)
+    assert written <= set(replaced), f"written in place: {sorted(written - set(replaced))}"
+    assert all(str(os.getpid()) in scratch for scratch in replaced.values())
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no scratch file left behind
