@@ -424,6 +424,7 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, _terminate)
+    warnings.showwarning = _show_warning
     try:
         check_spellings(sys.argv[1:])
         rc = app(standalone_mode=False)
@@ -447,6 +448,17 @@ def main() -> None:
     except _click_exception() as exc:  # usage errors (unknown option, missing argument, bad value)
         exc.show()  # typer's usage line, its --help hint, then "Error: <message>"
         sys.exit(exc.exit_code)
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """topoeval's own warnings as one line (``warning: ...``), without Python's source line."""
+    if category.__module__.startswith("topoeval."):
+        print(f"warning: {message}", file=file or sys.stderr)
+    else:
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
 def _click_exception() -> type[Any]:

@@ -35,7 +35,7 @@ def _torn_utf8(path: Path) -> None:
     path.write_bytes(raw[0] + b"\n" + data[:cut])
 
 
-def test_a_torn_utf8_tail_is_read_past_in_one_line_and_runs_again(tmp_path, echo_protocol, fixture_suites):
+def test_a_torn_utf8_tail_is_read_past_in_one_line_and_runs_again(tmp_path, echo_protocol, fixture_suites, cli):
     out, proto = tmp_path / "run", echo_protocol(n=3)
     _run(out, proto, fixture_suites)
     path = out / EPISODES
@@ -46,6 +46,9 @@ def test_a_torn_utf8_tail_is_read_past_in_one_line_and_runs_again(tmp_path, echo
     message = [str(w.message) for w in caught if issubclass(w.category, StoreWarning)]
     assert message and "\n" not in message[0]
     assert f"{path}: skipped 1 damaged line(s): line 6 (" in message[0] and "bytes: not UTF-8" in message[0]
+    report = cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert report.stderr == f"warning: {message[0]}\n"  # the CLI says it in one line
     res = _run(out, proto, fixture_suites)  # resume, then the summary and reports read the same file
     assert res.new_episodes == 1 and res.reused_episodes == 5
     assert len({r["key"] for r in _lines(path)}) == 6 == len(_lines(path))

@@ -117,9 +117,9 @@ def _interrupt(signum, frame) -> None:
 def _worker_main(config: RunConfig, shard: Shard, results) -> None:
     """One worker process: run ``shard`` of ``config`` and report how it ended (never raises)."""
     signal.signal(signal.SIGTERM, _interrupt)
-    from topoeval.runner.run import arun_episodes, loop_factory
+    try:  # a SIGTERM while the worker still imports is an interrupted shard too, not a traceback
+        from topoeval.runner.run import arun_episodes, loop_factory
 
-    try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
             run = runner.run(arun_episodes(config.model_copy(update={"shard": shard, "progress": False})))
         results.put(ShardOutcome(shard=shard.label, new_episodes=run.new_episodes, errors=run.errors))
