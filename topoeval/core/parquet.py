@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.files import write_with
+
 
 def _quiet() -> None:
     from datasets.utils.logging import disable_progress_bar
@@ -21,7 +23,8 @@ def write_rows(rows: list[dict[str, Any]], path: str | Path, features: Any = Non
     _quiet()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(rows, features=features).to_parquet(str(path))
+    data = Dataset.from_list(rows, features=features)
+    write_with(path, lambda tmp: data.to_parquet(str(tmp)))  # atomic: never half a file
     return path
 
 
