@@ -120,3 +120,22 @@ def test_no_reply_stops_a_run_and_a_resume_neither_aborts_nor_asks_again(tmp_pat
         assert server.requests - asked == first.errors  # only the error episodes are asked again
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("mode", ["deep_300", "huge_text", "huge_name", "surrogate"])
+def test_the_litellm_backend_bounds_hostile_replies_too(tmp_path, echo_protocol, fixture_suites, mode):
+    server = HostileServer(mode)
+    try:
+        out = tmp_path / "run"
+        options = ModelOptions(api_base=server.api_base, api_key="sk-test", max_retries=0, timeout_s=20,
+                               tool_mode="native")
+        res = topoeval.run_protocol(echo_protocol(n=1), ["openai/hostile"], out, suites_dirs=[fixture_suites],
+                                    model_options=options)
+        assert res.new_episodes == 2 and res.errors == 0
+        status, call_error = CASES[mode]
+        for r in _records(out):
+            assert r["status"] == status and len(json.dumps(r)) < 2 * LIMITS.max_reply_chars + 20_000
+            if call_error is not None:
+                assert r["calls"][0]["status"] == "invalid" and call_error in r["calls"][0]["error"]
+    finally:
+        server.stop()

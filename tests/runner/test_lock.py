@@ -54,13 +54,32 @@ def test_a_second_run_merge_or_report_of_a_running_folder_is_one_line_naming_it(
         assert second.returncode == 2 and second.stderr.count("\n") == 1 and f"(pid {proc.pid} " in second.stderr
         merge = cli("merge", str(out))
         assert merge.returncode == 2 and f"(pid {proc.pid} " in merge.stderr and "Traceback" not in merge.stderr
+        publish = cli("publish", str(out), "--repo", "o/n", "--dry-run", "--out", str(tmp_path / "pub"), "--offline")
+        assert publish.returncode == 2 and "cannot publish it: " in publish.stderr and f"(pid {proc.pid} " in publish.stderr
         assert proc.poll() is None  # nothing above disturbed the running run
     finally:
         proc.wait(timeout=120)
     assert proc.returncode == 0
     assert cli("report", str(out)).returncode == 0  # once it ended, the folder is free again
+    published = cli("publish", str(out), "--repo", "o/n", "--dry-run", "--out", str(tmp_path / "pub"), "--offline")
+    assert published.returncode == 0, published.stderr
     again = topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
     assert again.new_episodes == 0 and again.reused_episodes == 60
+
+
+def test_report_does_not_rewrite_a_folder_another_process_holds(tmp_path, echo_protocol, fixture_suites, cli):
+    out = tmp_path / "run"
+    topoeval.run_protocol(echo_protocol(n=1), ["oracle"], out, suites_dirs=[fixture_suites])
+    before = (out / "report.md").stat().st_mtime_ns
+    proc = _holder(out, "run")  # e.g. a resumed run adding a model
+    try:
+        report = cli("report", str(out))
+        assert report.returncode == 2 and f"(pid {proc.pid} " in report.stderr
+        assert (out / "report.md").stat().st_mtime_ns == before
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert cli("report", str(out)).returncode == 0
 
 
 def test_shards_write_side_by_side_but_a_shard_runs_once_and_merge_waits(tmp_path):

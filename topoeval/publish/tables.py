@@ -10,6 +10,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.version import __version__
 from topoeval.publish.schema import SCORE_COLUMNS
+from topoeval.runner.lock import check_idle
 from topoeval.runner.store import RUN_JSON, read_episodes, read_json
 
 #: A results row is replaced by a newer publish of the same key.
@@ -19,8 +20,10 @@ LATEST_KEY = ("protocol", "model", "baseline", "topology", "metric")
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(run.json, summary.json) of a finished run folder."""
+    """(run.json, summary.json) of a finished run folder; one line naming the process that still writes it,
+    if one does (a run in progress is not published)."""
     run_dir = Path(run_dir)
+    check_idle(run_dir, "publish")
     try:
         return read_json(run_dir / RUN_JSON), read_json(run_dir / "summary.json")
     except (OSError, json.JSONDecodeError) as exc:

@@ -131,6 +131,18 @@ def lock_run(run_dir: str | Path, doing: str, shard: str | None = None) -> RunLo
         return RunLock(key)
 
 
+def check_idle(run_dir: str | Path, doing: str) -> None:
+    """Refuse (:class:`FolderBusy`) to ``doing`` (e.g. publish) a folder another process is writing now;
+    takes no lock and writes nothing (a folder without a lock file, or held by this process, passes)."""
+    run_dir = Path(run_dir)
+    path = run_dir / LOCK
+    if not path.exists() or str(run_dir.resolve()) in _HELD:
+        return
+    if _is_held(path):
+        busy = _busy(run_dir, None)
+        raise FolderBusy(f"cannot {doing} it: {busy}")
+
+
 def _open(path: Path) -> int:
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
