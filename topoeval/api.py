@@ -237,7 +237,7 @@ def summarise_shard(run: EpisodeRun) -> RunResult:
                "partial": {"shard": run.shard.label, "episodes": len(run.records), "planned": owned,
                            "planned_total": len(run.planned),
                            "note": "one shard of the run: `topoeval merge` its folder(s) for the run's summary"}},
-        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps,
+        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps, matrix=run.meta.get("matrix"),
     )
     write_json(run.run_dir / run.shard.summary_name, summary)
     return RunResult(run_dir=run.run_dir, summary=summary, new_episodes=run.new_episodes,
@@ -250,7 +250,7 @@ def summarise_run(run: EpisodeRun) -> RunResult:
         run.protocol.name, run.records, run.order,
         extra={"run_id": run.run_dir.name, "protocol_sha256": run.protocol_sha256,
                "task_set_sha256": run.task_set_sha256, "tool_formats": run.meta.get("tool_formats")},
-        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps,
+        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps, matrix=run.meta.get("matrix"),
     )
     write_json(run.run_dir / "summary.json", summary)
     started = time.perf_counter()
@@ -262,8 +262,10 @@ def summarise_run(run: EpisodeRun) -> RunResult:
 
 
 def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
-    """Several runs of one protocol side by side: ``{"protocol", "cells", "notes"}``, each cell's model
-    labelled ``model (run folder)`` and ties marked across the runs by the one tie rule. Runs of
+    """Several runs of one protocol side by side: ``{"protocol", "cells", "matrix", "notes"}``, each cell's
+    model labelled ``model (run folder)`` and ties marked across the runs by the one tie rule; ``matrix``
+    (runs of a matrix protocol, else None): every run's matrix rows so labelled, the axis attribution
+    refitted over all of them. Runs of
     different protocols are a one-line UserError; different task sets are a note (ties then compare
     unlike samples)."""
     from topoeval.analysis.stats import mark_ties
@@ -282,7 +284,10 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
     notes = []
     if len({s.get("task_set_sha256") for s in summaries}) > 1:
         notes.append("the runs used different task sets (task_set_sha256 differs); ties compare unlike samples")
-    return {"protocol": summaries[0]["protocol"], "cells": cells, "notes": notes}
+    from topoeval.analysis.matrix import combine_matrices
+
+    matrix = combine_matrices([(d.name, s.get("matrix")) for d, s in zip(dirs, summaries, strict=True)])
+    return {"protocol": summaries[0]["protocol"], "cells": cells, "matrix": matrix, "notes": notes}
 
 
 def sensitivity_matrix(target: Any, n_tasks: int) -> dict[str, Any]:

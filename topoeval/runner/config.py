@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
@@ -67,6 +67,10 @@ class RunConfig(BaseModel):
     suites_dirs: list[Path] = Field(default_factory=list, description="Extra folders of suites.")
     trained_on: list[Path] = Field(default_factory=list, description=(
         "`topoeval export` folders the models were trained on: evaluated tasks found in them are warned about."))
+    train_topologies: dict[str, str] = Field(default_factory=dict, description=(
+        "Per model, the matrix topology it was trained on (``--trained-on MODEL=TOPOLOGY``): the diagonal of its row "
+        "of a transfer matrix (default: its adapter's training record, else none). Recorded, not part of the "
+        "identity: it changes no episode."))
     shard: Shard | None = Field(default=None, description="Run only this shard (``i/n``) of the episodes.")
     workers: int | None = Field(default=None, ge=0, description="Local worker processes (0: one per CPU core).")
     executor: Executor = Field(default=Executor.local, description="local processes, or Ray tasks.")
@@ -74,6 +78,25 @@ class RunConfig(BaseModel):
     user_model: str | None = Field(default=None, description=(
         "A model that plays the simulated user (``ask_user``) from the task's hidden slots; None: each suite's "
         "deterministic user, the reference (topoeval.core.users)."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_trained_on(cls, data: Any) -> Any:
+        """``trained_on`` entries of the form ``MODEL=TOPOLOGY`` (not an existing folder) are train
+        topologies (``--trained-on`` takes both); the rest stay export folders."""
+        if not isinstance(data, dict) or not data.get("trained_on"):
+            return data
+        folders: list[Any] = []
+        pairs: list[str] = []
+        for entry in data["trained_on"]:
+            text = str(entry)
+            (pairs if "=" in text and not Path(text).exists() else folders).append(text if "=" in text else entry)
+        if pairs:
+            from topoeval.runner.matrix import parse_train_topologies
+
+            data = {**data, "trained_on": folders,
+                    "train_topologies": {**(data.get("train_topologies") or {}), **parse_train_topologies(pairs)}}
+        return data
 
     @field_validator("shard", mode="before")
     @classmethod

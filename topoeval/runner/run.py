@@ -34,6 +34,7 @@ from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
 from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
 from topoeval.runner.contamination import overlap_with_exports
 from topoeval.runner.episode import episode_id, episode_key, run_episode
+from topoeval.runner.matrix import matrix_record, train_topologies
 from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, write_plan
 from topoeval.runner.store import (
     EPISODES,
@@ -162,6 +163,10 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
     meta["overrides"] = config.overrides()
     meta["config"] = config.record()
+    if protocol.matrix is not None:  # each topology's axes and each model's own topology (the diagonal)
+        meta["matrix"] = matrix_record(protocol, topologies, names, config.train_topologies, meta.get("matrix"))
+    elif config.train_topologies:
+        train_topologies(protocol, names, config.train_topologies)  # says why it does not apply
     overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
     if overlap:
         meta["trained_on"] = overlap
@@ -290,7 +295,7 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     from topoeval.runner.demos import demo_messages
 
     cache: dict[tuple[str, int, int], tuple[list[dict[str, Any]], list[str]]] = {}
-    source = resolve(protocol.train, registry) if protocol.baselines.demos_from == "source" else None
+    source = resolve(protocol.train_topology(), registry) if protocol.baselines.demos_from == "source" else None
     for topo in topologies:
         for shots in protocol.baselines.shots:
             if shots == 0:
