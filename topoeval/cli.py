@@ -46,6 +46,8 @@ def run(
     shots: Annotated[str | None, typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
+    topology: Annotated[list[str] | None, typer.Option(
+        "--topology", help="Only this topology of a matrix protocol (repeatable).")] = None,
     api_base: Annotated[list[str] | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for "
              "replicas.")] = None,
@@ -98,7 +100,7 @@ def run(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dir or [],
             progress=progress and sys.stderr.isatty(), shots=shot_list, temperature=temperature, top_p=top_p,
             model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or [],
-            shard=shard, workers=workers, executor=executor, user_model=user_model,
+            shard=shard, workers=workers, executor=executor, user_model=user_model, topologies=topology,
         )
         result = run_protocol(config)
     for w in caught:

@@ -77,6 +77,8 @@ def build_matrix(cells: list[dict[str, Any]], record: dict[str, Any] | None) -> 
                 row["transfer_ratio"][m][t] = ratio
                 row["loss"][m][t] = (row["own"][m] - value
                                      if value is not None and row["own"][m] is not None else None)
+                if value is None:
+                    why = f"no scored episode of this model on {t} gives {m} a value"
                 if why is not None:
                     row["nulls"][f"transfer_ratio.{m}.{t}"] = why
         rows.append(row)

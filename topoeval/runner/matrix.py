@@ -117,10 +117,14 @@ def train_topologies(protocol: Protocol, models: list[str], given: dict[str, str
 def matrix_record(protocol: Protocol, topologies: list[ResolvedTopology], models: list[str],
                   given: dict[str, str], before: dict[str, Any] | None = None) -> dict[str, Any]:
     """run.json's ``matrix``: the topologies in order, their axes, and each model's train topology
-    (a resumed run keeps the models recorded before and updates those named again)."""
+    (a resumed run keeps the models recorded before; one named again takes what this run says, except
+    that a ``--trained-on`` recorded before stands unless this run gives another)."""
     kept = dict((before or {}).get("train_topologies") or {})
+    for model, now in train_topologies(protocol, models, given).items():
+        if now.get("source") == "--trained-on" or (kept.get(model) or {}).get("source") != "--trained-on":
+            kept[model] = now
     return {
         "topologies": [t.name for t in topologies],
         "axes": {t.name: topology_axes(t) for t in topologies},
-        "train_topologies": {**kept, **train_topologies(protocol, models, given)},
+        "train_topologies": kept,
     }
