@@ -70,7 +70,7 @@ def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
         if r["metric"] == "success":
             groups[(r["protocol"], r["task_set_sha256"])].append(r)
     for (protocol, task_set), mine in sorted(groups.items()):
-        topos = list(dict.fromkeys(r["topology"] for r in mine))
+        topos = list(dict.fromkeys(r["topology"] for r in sorted(mine, key=lambda r: r.get("column") or 0)))
         lines += [f"## Transfer matrix: {protocol} (task set `{task_set[:12]}`)", "",
                   "| model | baseline | trained on | " + " | ".join(topos) + " |",
                   "|" + "---|" * (3 + len(topos))]

@@ -36,6 +36,8 @@ EPISODE_COLUMNS: dict[str, str] = {
 #: matrix: one row per protocol × model × baseline × topology × metric (success, dq) of a transfer-matrix run.
 MATRIX_COLUMNS: dict[str, str] = {
     "protocol": "string", "model": "string", "baseline": "string", "train_topology": "string", "topology": "string",
+    # the topology's column in the matrix (its place in the protocol)
+    "column": "int64",
     # whether ``topology`` is the model's own (the diagonal); own_mean: the model's score on its own topology
     "own": "bool", "metric": "string", "mean": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64",
     "own_mean": "float64", "transfer_ratio": "float64",

@@ -84,7 +84,7 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     rows = []
     for r in matrix.get("rows") or []:
         for metric in ("success", "dq"):
-            for topo, cell in r["cells"].items():
+            for column, (topo, cell) in enumerate(r["cells"].items()):
                 point = cell[metric]
                 ci = point.get("ci95") or [None, None]
                 own = topo == r["train_topology"]
@@ -92,7 +92,8 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                                        or ("" if r["train_topology"] else r["nulls"].get("train_topology", "")))
                 rows.append({
                     "protocol": summary["protocol"], "model": r["model"], "baseline": r["baseline"],
-                    "train_topology": r["train_topology"], "topology": topo, "own": own, "metric": metric,
+                    "train_topology": r["train_topology"], "topology": topo, "column": column, "own": own,
+                    "metric": metric,
                     "mean": point.get("mean"), "ci_low": ci[0], "ci_high": ci[1], "n": point.get("n", 0),
                     "own_mean": r["own"][metric], "transfer_ratio": None if own else
                     r["transfer_ratio"][metric].get(topo), "ratio_note": note,

@@ -134,6 +134,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     if len(set(names)) != len(names):
         raise UserError(f"the same model is named twice: {names}")
     k = config.samples or protocol.samples
+    if config.train_topologies:  # a mistake in --trained-on MODEL=TOPOLOGY ends the run before its folder exists
+        train_topologies(protocol, names, config.train_topologies)
 
     topologies = [resolve(t, registry) for t in protocol.topologies()]
     task_sets = {
@@ -165,8 +167,6 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     meta["config"] = config.record()
     if protocol.matrix is not None:  # each topology's axes and each model's own topology (the diagonal)
         meta["matrix"] = matrix_record(protocol, topologies, names, config.train_topologies, meta.get("matrix"))
-    elif config.train_topologies:
-        train_topologies(protocol, names, config.train_topologies)  # says why it does not apply
     overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
     if overlap:
         meta["trained_on"] = overlap
