@@ -81,16 +81,16 @@ def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
             train = next(iter(per.values()))["train_topology"]
             vals = []
             for t in topos:
-                r = per.get(t)
-                if r is None or r["mean"] is None:
+                got = per.get(t)
+                if got is None or got["mean"] is None:
                     vals.append("—")
                     continue
-                text = f"{r['mean']:.2f}" + (f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r["ci_low"] is not None
-                                            else "")
-                if r["own"]:
+                ci = f" [{got['ci_low']:.2f}, {got['ci_high']:.2f}]" if got["ci_low"] is not None else ""
+                text = f"{got['mean']:.2f}{ci}"
+                if got["own"]:
                     text += " *"
                 elif train:
-                    text += f" ×{r['transfer_ratio']:.2f}" if r["transfer_ratio"] is not None else " ×—"
+                    text += f" ×{got['transfer_ratio']:.2f}" if got["transfer_ratio"] is not None else " ×—"
                 vals.append(text)
             lines.append(f"| {model} | {baseline} | {train or '—'} | " + " | ".join(vals) + " |")
         lines += ["", "`*`: the model's own (train) topology; `×r`: success there / success on its own topology "
