@@ -81,3 +81,19 @@ def test_topology_keeps_some_of_a_matrix_and_refuses_what_it_cannot(matrix):
         RunConfig(protocol=matrix, topologies=["wiki"]).effective_protocol(matrix)
     with pytest.raises(UserError, match="not one"):
         RunConfig(protocol="wiki_hops", topologies=["wiki"]).effective_protocol(load_protocol("wiki_hops"))
+
+
+def test_a_sharded_matrix_run_merges_into_the_matrix_an_unsharded_run_writes(tmp_path):
+    import topoeval
+    from topoeval.api import merge_runs
+
+    path = tmp_path / "m.yaml"
+    path.write_text("name: m\nmatrix:\n  topologies:\n    - {name: wiki, suite: wiki}\n"
+                    "    - {name: travel, suite: travel}\ntasks: {test: {n: 3}, fewshot: {n: 2}}\n")
+    models, settings = ["oracle-no-ask", "noop"], {"trained_on": ["oracle-no-ask=travel"]}
+    for shard in ("1/2", "2/2"):
+        topoeval.run_protocol(str(path), models, tmp_path / "sharded", shard=shard, **settings)
+    merged = merge_runs([tmp_path / "sharded"]).summary["matrix"]
+    whole = topoeval.run_protocol(str(path), models, tmp_path / "whole", **settings).summary["matrix"]
+    assert merged["rows"][0]["train_topology"] == "travel" and merged["rows"][1]["train_topology"] is None
+    assert merged == whole

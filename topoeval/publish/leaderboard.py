@@ -12,8 +12,9 @@ shipped adapter (:func:`matrix_models`) on every topology at 24 tasks, 0-shot, g
 travel k = 4 samples at temperature 0.7 (pass@k, pass^k, zero-signal share). Then the transfer-over-training sweeps
 (:data:`SWEEPS`: the GRPO run's checkpoints and the wiki SFT run's) where their checkpoints are on
 this machine — they are training output, not committed; a sweep whose checkpoints are absent is
-skipped with one line and its committed results are kept. No model runs on
-the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a 135M model cannot use.
+skipped with one line and its committed results are kept. Outside the transfer
+matrix no model runs on the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a
+135M model cannot use; the matrix runs them to show exactly that, as cells of its table.
 Then stages the runs as a publish would (results, latest view and card, without the per-episode
 config, to keep the repository small) into ``results/hub/``, the sweeps' summaries, tables and plots
 into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to ``results/README.md``.
