@@ -75,3 +75,25 @@ def test_run_and_compare_print_the_matrix(small_matrix, cli):
     bad = cli("run", path, "-m", "oracle", "--trained-on", "oracle=wikki", "--out", run.run_dir.parent / "bad")
     assert bad.returncode == 2 and "the matrix has no topology 'wikki' (did you mean 'wiki'?)" in bad.stderr
     assert not (run.run_dir.parent / "bad").exists()  # refused before the run folder is made
+
+
+def test_no_report_prints_a_ratio_or_a_rise_over_noise():
+    """The issue's wiki_hops case: random at 0.01 in distribution, 0.02 out: no "transfer ratio 2.00",
+    no "rise 0.01" — the headline says flat and report.md's collapse table '—'."""
+    from topoeval.analysis.collapse import build_collapse
+    from topoeval.analysis.stats import metric_stats
+    from topoeval.report.headline import build_headline
+    from topoeval.report.markdown import render_report_md
+
+    def cell(topo, role, wins):
+        stats = metric_stats({f"t{i}": {0: float(i < wins)} for i in range(100)}, True)
+        return {"model": "random", "baseline": "0-shot", "topology": topo, "role": role, "suite": "wiki",
+                "metrics": {"success": stats}, "ties": [], "n_errors": 0, "diagnostics": {}}
+
+    cells = [cell("wiki-1-2hop", "id", 1), cell("wiki-compare", "ood", 2)]
+    summary = {"protocol": "wiki_hops", "cells": cells, "collapse": build_collapse(cells), "ladder": [],
+               "matrix": None}
+    assert build_headline(summary)[0]["shape"] == "wiki-compare: flat"
+    row = next(line for line in render_report_md(summary).splitlines() if line.startswith("| random | 0-shot | 0.01 | wiki-compare"))
+    assert row.split(" | ")[5] == "—"  # the transfer ratio column
+    assert "ties with 0" in summary["collapse"][0]["nulls"]["transfer_ratio.wiki-compare"]
