@@ -61,7 +61,8 @@ class RunResult(BaseModel):
 
     run_dir: Path = Field(description="The run folder (run.json, plan.json, episodes.jsonl, summary.json, reports).")
     summary: dict[str, Any] = Field(description=(
-        "summary.json as written (docs/results.md): ``cells``, ``collapse``, ``headline``, ``ladder``, hashes; a "
+        "summary.json as written (docs/results.md): ``cells``, ``matrix``, ``collapse``, ``headline``, ``ladder``, "
+        "hashes; a "
         "shard's partial summary has ``partial``."))
     new_episodes: int = Field(default=0, description="Episodes this call ran (0 when everything was already there).")
     reused_episodes: int = Field(default=0, description="Finished episodes found in the run folder and kept (resumed).")
@@ -116,7 +117,8 @@ def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str |
 
     ``settings`` are the fields of :class:`RunConfig` (``tasks``, ``samples``, ``shots``,
     ``max_turns``, ``max_tokens``, ``temperature``, ``top_p``, ``model_options``, ``concurrency``,
-    ``cache``, ``suites_dirs``, ``trained_on``, ``shard``, ``workers``, ``executor``, ``progress``);
+    ``cache``, ``suites_dirs``, ``trained_on``, ``train_topologies``, ``topologies``, ``shard``, ``workers``,
+    ``executor``, ``progress``);
     or pass one RunConfig as ``protocol``. An unknown or invalid setting is a one-line UserError
     naming it.
 
@@ -129,7 +131,9 @@ def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str |
     sampling (the run's protocol hash changes with them). ``model_options`` reach every model backend;
     with ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     ``trained_on``: ``topoeval export`` folders the models were trained on; evaluated tasks found in
-    them raise a :class:`ContaminationWarning` and are counted in run.json.
+    them raise a :class:`ContaminationWarning` and are counted in run.json; a ``"MODEL=TOPOLOGY"`` entry
+    (or ``train_topologies={MODEL: TOPOLOGY}``) names a model's own topology in a transfer matrix
+    (docs/transfer-matrix.md), and ``topologies`` keeps only some of a matrix's topologies.
 
     Before any episode, each model with episodes to run answers one cheap preflight request:
     rejected credentials or an unknown model raise :class:`topoeval.core.errors.UserError` (one line
