@@ -1,7 +1,7 @@
 """The transfer matrix in the reports: a Markdown section (report.md, report.html) and ``matrix.png``.
 
 Rows are models (× baseline), columns topologies; a model's own topology (its diagonal) is marked
-``*`` in the tables and outlined in the heatmap; each cell shows mean [95 % CI] (n). Ratios that the
+``*`` in the tables and outlined in the heatmaps (success, dq); each cell shows mean [95 % CI] (n). Ratios that the
 tie rule leaves undefined read "—" with their reason listed under the table.
 """
 
@@ -75,8 +75,8 @@ def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
 
 
 def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
-    """``matrix.png``: success per model × topology as a heatmap, each cell's mean and 95 % CI written in it,
-    the model's own topology outlined; None when the run is not a matrix."""
+    """``matrix.png``: success and dq per model × topology as two heatmaps, each cell's mean and 95 % CI
+    written in it, the model's own topology outlined in red; None when the run is not a matrix."""
     matrix = summary.get("matrix") or {}
     rows = matrix.get("rows") or []
     if not rows:
@@ -85,18 +85,32 @@ def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
 
     topos = matrix["topologies"]
     several = len({r["baseline"] for r in rows}) > 1
     labels = [r["model"] + (f" · {r['baseline']}" if several else "") for r in rows]
-    values = [[(r["cells"][t]["success"]["mean"] if r["cells"][t]["success"]["mean"] is not None else float("nan"))
+    width = 1.45 * len(topos)
+    fig, axes = plt.subplots(1, 2, figsize=(2.4 + 2 * width, 1.0 + 0.55 * len(rows)), dpi=110, squeeze=False)
+    for ax, metric in zip(axes[0], ("success", "dq"), strict=True):
+        image = _heatmap(ax, rows, topos, metric)
+        ax.set_yticks(range(len(rows)), labels if metric == "success" else [""] * len(rows), fontsize=8)
+        fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    fig.suptitle("transfer matrix: mean [95 % CI]; red outline = the model's own topology", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _heatmap(ax: Any, rows: list[dict[str, Any]], topos: list[str], metric: str) -> Any:
+    from matplotlib.patches import Rectangle
+
+    values = [[(r["cells"][t][metric]["mean"] if r["cells"][t][metric]["mean"] is not None else float("nan"))
                for t in topos] for r in rows]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.45 * len(topos), 1.0 + 0.55 * len(rows)), dpi=110)
     image = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     for i, r in enumerate(rows):
         for j, t in enumerate(topos):
-            point = r["cells"][t]["success"]
+            point = r["cells"][t][metric]
             if point["mean"] is None:
                 text, color = "—", "black"
             else:
@@ -107,13 +121,8 @@ def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
             if t == r["train_topology"]:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.2))
     ax.set_xticks(range(len(topos)), topos, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(len(rows)), labels, fontsize=8)
-    ax.set_title("transfer matrix: success [95 % CI]; red outline = the model's own topology", fontsize=9)
-    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    ax.set_title(metric, fontsize=9)
+    return image
 
 
 def print_matrix_table(matrix: dict[str, Any] | None, console) -> None:
