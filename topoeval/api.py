@@ -63,7 +63,8 @@ class RunResult(BaseModel):
 
     run_dir: Path = Field(description="The run folder (run.json, plan.json, episodes.jsonl, summary.json, reports).")
     summary: dict[str, Any] = Field(description=(
-        "summary.json as written (docs/results.md): ``cells``, ``collapse``, ``headline``, ``ladder``, hashes; a "
+        "summary.json as written (docs/results.md): ``cells``, ``matrix``, ``collapse``, ``headline``, ``ladder``, "
+        "hashes; a "
         "shard's partial summary has ``partial``."))
     new_episodes: int = Field(default=0, description="Episodes this call ran (0 when everything was already there).")
     reused_episodes: int = Field(default=0, description="Finished episodes found in the run folder and kept (resumed).")
@@ -118,7 +119,8 @@ def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str |
 
     ``settings`` are the fields of :class:`RunConfig` (``tasks``, ``samples``, ``shots``,
     ``max_turns``, ``max_tokens``, ``temperature``, ``top_p``, ``model_options``, ``concurrency``,
-    ``cache``, ``suites_dirs``, ``trained_on``, ``shard``, ``workers``, ``executor``, ``progress``);
+    ``cache``, ``suites_dirs``, ``trained_on``, ``train_topologies``, ``topologies``, ``shard``, ``workers``,
+    ``executor``, ``progress``);
     or pass one RunConfig as ``protocol``. An unknown or invalid setting is a one-line UserError
     naming it.
 
@@ -131,7 +133,9 @@ def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str |
     sampling (the run's protocol hash changes with them). ``model_options`` reach every model backend;
     with ``cache`` model responses are kept in ``<run>/cache.sqlite`` so a re-run never pays twice.
     ``trained_on``: ``topoeval export`` folders the models were trained on; evaluated tasks found in
-    them raise a :class:`ContaminationWarning` and are counted in run.json.
+    them raise a :class:`ContaminationWarning` and are counted in run.json; a ``"MODEL=TOPOLOGY"`` entry
+    (or ``train_topologies={MODEL: TOPOLOGY}``) names a model's own topology in a transfer matrix
+    (docs/transfer-matrix.md), and ``topologies`` keeps only some of a matrix's topologies.
 
     Before any episode, each model with episodes to run answers one cheap preflight request:
     rejected credentials or an unknown model raise :class:`topoeval.core.errors.UserError` (one line
@@ -258,7 +262,7 @@ def summarise_shard(run: EpisodeRun) -> RunResult:
                "partial": {"shard": run.shard.label, "episodes": len(run.records), "planned": owned,
                            "planned_total": len(run.planned),
                            "note": "one shard of the run: `topoeval merge` its folder(s) for the run's summary"}},
-        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps,
+        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps, matrix=run.meta.get("matrix"),
     )
     write_json(run.run_dir / run.shard.summary_name, summary)
     return RunResult(run_dir=run.run_dir, summary=summary, new_episodes=run.new_episodes,
@@ -271,7 +275,7 @@ def summarise_run(run: EpisodeRun) -> RunResult:
         run.protocol.name, run.records, run.order,
         extra={"run_id": run.run_dir.name, "protocol_sha256": run.protocol_sha256,
                "task_set_sha256": run.task_set_sha256, "tool_formats": run.meta.get("tool_formats")},
-        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps,
+        base_model=run.protocol.base_model, ladder_steps=run.ladder_steps, matrix=run.meta.get("matrix"),
     )
     write_json(run.run_dir / "summary.json", summary)
     started = time.perf_counter()
@@ -283,8 +287,10 @@ def summarise_run(run: EpisodeRun) -> RunResult:
 
 
 def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
-    """Several runs of one protocol side by side: ``{"protocol", "cells", "notes"}``, each cell's model
-    labelled ``model (run folder)`` and ties marked across the runs by the one tie rule. Runs of
+    """Several runs of one protocol side by side: ``{"protocol", "cells", "matrix", "notes"}``, each cell's
+    model labelled ``model (run folder)`` and ties marked across the runs by the one tie rule; ``matrix``
+    (runs of a matrix protocol, else None): every run's matrix rows so labelled, the axis attribution
+    refitted over all of them. Runs of
     different protocols are a one-line UserError; different task sets are a note (ties then compare
     unlike samples)."""
     from topoeval.analysis.stats import mark_ties
@@ -303,7 +309,10 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
     notes = []
     if len({s.get("task_set_sha256") for s in summaries}) > 1:
         notes.append("the runs used different task sets (task_set_sha256 differs); ties compare unlike samples")
-    return {"protocol": summaries[0]["protocol"], "cells": cells, "notes": notes}
+    from topoeval.analysis.matrix import combine_matrices
+
+    matrix = combine_matrices([(d.name, s.get("matrix")) for d, s in zip(dirs, summaries, strict=True)])
+    return {"protocol": summaries[0]["protocol"], "cells": cells, "matrix": matrix, "notes": notes}
 
 
 def sensitivity_matrix(target: Any, n_tasks: int) -> dict[str, Any]:

@@ -46,6 +46,8 @@ def run(
     shots: Annotated[str | None, typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,
+    topology: Annotated[list[str] | None, typer.Option(
+        "--topology", help="Only this topology of a matrix protocol (repeatable).")] = None,
     api_base: Annotated[list[str] | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); repeat it (or comma-separate) for "
              "replicas.")] = None,
@@ -66,7 +68,8 @@ def run(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     trained_on: Annotated[list[Path] | None, typer.Option(
         help="A `topoeval export` folder the model was trained on (repeatable): warns if evaluated tasks are in "
-             "it.")] = None,
+             "it; or MODEL=TOPOLOGY: the matrix topology MODEL was trained on (its row's diagonal; default: its "
+             "adapter's training record).")] = None,
     shard: Annotated[str | None, typer.Option(
         help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval "
              "merge`.")] = None,
@@ -97,7 +100,7 @@ def run(
             protocol, models, out, tasks=tasks, samples=samples, concurrency=concurrency, suites_dirs=suites_dir or [],
             progress=progress and sys.stderr.isatty(), shots=shot_list, temperature=temperature, top_p=top_p,
             model_options=options, cache=cache, max_turns=max_turns, max_tokens=max_tokens, trained_on=trained_on or [],
-            shard=shard, workers=workers, executor=executor, user_model=user_model,
+            shard=shard, workers=workers, executor=executor, user_model=user_model, topologies=topology,
         )
         result = run_protocol(config)
     for w in caught:
@@ -108,6 +111,9 @@ def run(
         + (f", {result.errors} with errors" if result.errors else "") + ")"
     )
     print_success_table(result.summary, console)
+    from topoeval.report.matrix import print_matrix_table
+
+    print_matrix_table(result.summary.get("matrix"), console)
     if "partial" in result.summary:
         part = result.summary["partial"]
         console.print(f"shard {part['shard']}: {part['episodes']} of its {part['planned']} planned episodes are in "
@@ -189,14 +195,18 @@ def protocols() -> None:
             p = load_protocol(name)
         except UserError as exc:  # e.g. a bridged world whose extra is missing: the file as written, and why
             raw = yaml.safe_load(resolve_protocol_path(name).read_text(encoding="utf-8")) or {}
-            tests = ", ".join(f"{t.get('name')} ({t.get('role')})" for t in raw.get("test") or [])
+            tests = ", ".join(f"{t.get('name')} ({t.get('role')})" for t in raw.get("test") or []) or ", ".join(
+                str(t.get("name")) for t in (raw.get("matrix") or {}).get("topologies") or [])
             reason = str(exc).splitlines()[0].split(": ", 1)[-1]
             table.add_row(name, (raw.get("train") or {}).get("name", ""), tests,
                           f"[yellow]not available here: {escape(reason)}[/yellow]\n"
                           f"{escape(raw.get('description', ''))}")
             continue
+        if p.matrix is not None:  # a transfer matrix: every model on every topology, no single train one
+            table.add_row(name, "(matrix)", ", ".join(t.name for t in p.matrix.topologies), p.description)
+            continue
         tests = ", ".join(f"{t.name} ({t.role})" for t in p.test)
-        table.add_row(name, p.train.name, tests, p.description)
+        table.add_row(name, p.train.name if p.train else "", tests, p.description)
     _console().print(table)
 
 
@@ -223,13 +233,16 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
 
 @app.command()
 def compare(run_dirs: Annotated[list[Path], typer.Argument(help="Run folders of the same protocol.")]) -> None:
-    """Put several runs of one protocol side by side (success per topology, ties marked)."""
+    """Put several runs of one protocol side by side (success per topology, ties marked; a matrix's runs: their
+    matrix, one row per model and run)."""
     from topoeval.api import compare_runs
+    from topoeval.report.matrix import print_matrix_table
     from topoeval.report.tables import print_success_table
 
     compared = compare_runs(run_dirs)
     console = _console()
     print_success_table(compared, console)
+    print_matrix_table(compared.get("matrix"), console)
     for note in compared["notes"]:
         console.print(f"note: {note}")
 

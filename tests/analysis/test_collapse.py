@@ -37,7 +37,7 @@ def test_collapse_numbers_by_hand():
 def test_run_writes_collapse_report_md_and_compare(tmp_path, cli):
     a = topoeval.run_protocol("wiki_to_travel", ["oracle", "noop"], tmp_path / "a", tasks=3, shots=[0, 1])
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert summary["schema"] == 5
+    assert summary["schema"] == 6
     oracle = next(e for e in summary["collapse"] if e["model"] == "oracle" and e["baseline"] == "0-shot")
     assert oracle["S_id"] == 1.0 and oracle["gap"] == {"travel": 0.0} and oracle["transfer_ratio"] == {"travel": 1.0}
     assert all(len(c["episode_ids"]) == c["n_episodes"] for c in a.cells)

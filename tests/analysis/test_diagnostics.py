@@ -58,7 +58,7 @@ def test_a_run_with_two_samples_reports_them_in_summary_markdown_and_html(tmp_pa
     out = tmp_path / "run"
     result = topoeval.run_protocol(echo_protocol(n=3, samples=2), ["oracle", "noop"], out, suites_dirs=[fixture_suites])
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema"] == 5
+    assert summary["schema"] == 6
     oracle, noop = result.cell("oracle", "echo-a")["diagnostics"], result.cell("noop", "echo-a")["diagnostics"]
     assert oracle["samples"] == noop["samples"] == 2
     # a deterministic policy: every task solved (or failed) twice the same way -> no group signal, no diversity

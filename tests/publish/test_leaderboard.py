@@ -132,3 +132,30 @@ def test_help_and_unknown_arguments_stop_before_anything_runs(monkeypatch, capsy
     assert ran == []
     leaderboard.cli(["--sweeps-only"])
     assert ran == [{"out": leaderboard.Path("results"), "sweeps_only": True}]
+
+
+def test_the_matrix_runs_the_base_and_every_adapter_here_greedy_and_sampled_on_wiki_and_travel():
+    from topoeval.models.adapters import adapter_files
+    from topoeval.publish.leaderboard import MATRIX, MATRIX_MODELS
+    from topoeval.runner.config import RunConfig
+
+    runs = {(r.protocol, r.folder): r for r in plan()}
+    greedy, sampled = runs[(MATRIX, "matrix")], runs[(MATRIX, "matrix-sampled")]
+    here = tuple(m for m in MATRIX_MODELS if m == "smollm2-135m" or adapter_files(m)[0].is_file())
+    assert greedy.models == sampled.models == here and {"smollm2-135m", "smollm2-135m-wiki"} <= set(here)
+    assert greedy.options["tasks"] >= 24 and greedy.options["shots"] == [0] and greedy.options["temperature"] == 0
+    assert (sampled.options["samples"], sampled.options["temperature"]) == (4, 0.7)
+    assert (MATRIX, "reference") in runs
+    protocol = load_protocol(MATRIX)
+    kept = RunConfig(protocol=protocol, **sampled.options).effective_protocol(protocol)
+    assert [t.name for t in kept.topologies()] == ["wiki", "travel"]
+    # the matrix's wiki and travel cells start with the collapse's tasks and prompts: its cache answers them
+    assert greedy.cache_from == f"{COLLAPSE[0]}/collapse"
+    registry = SuiteRegistry()
+    collapse = load_protocol(COLLAPSE[0], registry)
+    mine = {t.name: resolve(t, registry) for t in protocol.topologies()}
+    for t in collapse.topologies():
+        theirs = resolve(t, registry)
+        assert ([x.prompt for x in theirs.tasks("test", collapse.tasks.test.seed, 12)]
+                == [x.prompt for x in mine[t.name].tasks("test", protocol.tasks.test.seed, 12)])
+        assert theirs.system_prompt() == mine[t.name].system_prompt()

@@ -197,3 +197,29 @@ def test_the_reproduce_command_carries_sampling_overrides():
     meta = {"protocol": {"name": "wiki_hops"}, "overrides": {"tasks": 2, "temperature": 0.7, "top_p": 0.9}}
     assert reproduce_command(meta, "m", "1-shot") == ("topoeval run wiki_hops --model m --shots 1 --tasks 2 "
                                                       "--temperature 0.7 --top-p 0.9")
+
+
+def test_a_matrix_run_publishes_a_matrix_config_that_load_dataset_loads(tmp_path):
+    """A transfer-matrix run adds ``data/matrix.parquet`` (declared as the ``matrix`` config, with its own
+    schema) and a matrix table to the card; a publish of one-way runs declares no such config."""
+    from topoeval.publish.schema import MATRIX_COLUMNS, features
+
+    path = tmp_path / "m.yaml"
+    path.write_text("name: m\nmatrix:\n  topologies:\n    - {name: wiki, suite: wiki}\n"
+                    "    - {name: travel, suite: travel}\ntasks: {test: {n: 2}, fewshot: {n: 2}}\n")
+    run = topoeval.run_protocol(str(path), ["oracle", "noop"], tmp_path / "run", trained_on=["oracle=wiki"]).run_dir
+    out = tmp_path / "stage"
+    done = publish([run], "org/board", dry_run=out, offline=True, episodes=False)
+    assert "data/matrix.parquet" in done["files"]
+    card = DatasetCard.load(out / "README.md")
+    assert [c["config_name"] for c in card.data.to_dict()["configs"]] == ["results", "latest", "matrix"]
+    ds = datasets.load_dataset(str(out), "matrix", split="train", cache_dir=str(tmp_path / "cache"))
+    assert ds.features == features(MATRIX_COLUMNS)
+    rows = {(r["model"], r["topology"], r["metric"]): r for r in ds.to_list()}
+    assert len(rows) == 2 * 2 * 2  # models x topologies x (success, dq)
+    own, other = rows[("oracle", "wiki", "success")], rows[("oracle", "travel", "success")]
+    assert own["own"] and own["transfer_ratio"] is None and other["transfer_ratio"] == 1.0
+    assert other["reproduce"].endswith("--trained-on oracle=wiki")
+    noop = rows[("noop", "travel", "success")]
+    assert noop["train_topology"] is None and "not an adapter" in noop["ratio_note"]
+    assert "## Transfer matrix: m" in card.text and "| oracle | 0-shot | wiki | 1.00 [1.00, 1.00] * |" in card.text

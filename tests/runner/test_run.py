@@ -28,7 +28,7 @@ def test_run_writes_run_json_summary_and_episodes(tmp_path, echo_protocol, fixtu
         assert key in meta
     assert meta["models"] == ["oracle", "noop"] and meta["ended"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema"] == 5 and summary["protocol"] == "echo_proto"
+    assert summary["schema"] == 6 and summary["protocol"] == "echo_proto"
     cell = res.cell("oracle", "echo-b")
     assert cell["role"] == "ood" and cell["n_tasks"] == 4 and cell["n_episodes"] == 8
     success = cell["metrics"]["success"]

@@ -2,10 +2,11 @@
 few-shot demonstrations recover. One entry per model x baseline.
 
 - ``S_id``: mean success over the ID topologies' cells; ``S_ood``: success per OOD topology;
-- ``transfer_ratio`` = S_ood / S_id (null when S_id = 0); ``gap`` = S_id − S_ood;
+- ``transfer_ratio`` = S_ood / S_id (null when S_id ties with 0 under the tie rule:
+  :func:`topoeval.analysis.stats.ratio_over_noise`); ``gap`` = S_id − S_ood;
 - ``vs_base`` (when the protocol names a ``base_model`` that was run): S_ood(model) − S_ood(base);
 - ``fewshot_recovery`` (k-shot entries): (S_ood(k) − S_ood(0)) / gap(0), the share of the zero-shot
-  gap that k demonstrations close (null when the zero-shot gap is 0);
+  gap that k demonstrations close (null when the zero-shot gap ties with 0 under the tie rule);
 - ``dimension_collapse``: per OOD topology, ID − OOD for dq and each decision-quality dimension
   (over the tasks where it applies; null where it applies on one side only), ``falls_most``
   (the dimension with the largest positive drop; null when none falls), and ``weakest``: the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from topoeval.analysis.stats import ratio_over_noise, tie_margin
 from topoeval.metrics.dimensions import DIMENSIONS
 
 QUALITY = ("dq", *DIMENSIONS)
@@ -30,6 +32,10 @@ def _mean(cell: dict[str, Any] | None, metric: str = "success") -> float | None:
         return None
     stat = cell["metrics"].get(metric) or {}
     return stat.get("mean")
+
+
+def _stats(cell: dict[str, Any] | None, metric: str = "success") -> dict[str, Any]:
+    return ((cell or {}).get("metrics") or {}).get(metric) or {}
 
 
 def _avg(values: list[float | None]) -> float | None:
@@ -53,16 +59,20 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
         roles[c["topology"]] = c["role"]
     ood = [t for t, r in roles.items() if r == "ood"]
     ids = [t for t, r in roles.items() if r == "id"]
+    if not ids:  # a transfer matrix: the ID side is per model (summary.json's `matrix`)
+        return []
     out = []
     for (model, baseline), topo in by_key.items():
         s_id = _avg([_mean(topo.get(t)) for t in ids])
         s_ood = {t: _mean(topo.get(t)) for t in ood}
+        id_margin = tie_margin(*[_stats(topo.get(t)) for t in ids])
+        ratios = {t: ratio_over_noise(v, s_id, id_margin, "S_id", "the ratio S_ood / S_id") for t, v in s_ood.items()}
         entry: dict[str, Any] = {
             "model": model,
             "baseline": baseline,
             "S_id": s_id,
             "S_ood": s_ood,
-            "transfer_ratio": {t: (v / s_id if v is not None and s_id else None) for t, v in s_ood.items()},
+            "transfer_ratio": {t: r for t, (r, _) in ratios.items()},
             "gap": {t: (s_id - v if v is not None and s_id is not None else None) for t, v in s_ood.items()},
             "dimension_collapse": {},
             "nulls": {},
@@ -73,8 +83,8 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
             if s_id is None or v is None:
                 why = "S_id is null: no scored episode on the ID topology" if s_id is None else f"S_ood.{t} is null"
                 entry["nulls"][f"gap.{t}"] = entry["nulls"][f"transfer_ratio.{t}"] = why
-            elif not s_id:
-                entry["nulls"][f"transfer_ratio.{t}"] = "S_id is 0: the ratio S_ood / S_id is undefined"
+            elif ratios[t][1] is not None:
+                entry["nulls"][f"transfer_ratio.{t}"] = str(ratios[t][1])
         for t in ood:
             drops: dict[str, float | None] = {}
             for dim in QUALITY:
@@ -106,15 +116,17 @@ def build_collapse(cells: list[dict[str, Any]], base_model: str | None = None) -
                                 for t, v in s_ood.items()}
         zero = by_key.get((model, "0-shot"))
         if baseline != "0-shot" and zero is not None:
-            recovery = {}
+            recovery: dict[str, float | None] = {}
             z_id = _avg([_mean(zero.get(t)) for t in ids])
             for t, v in s_ood.items():
                 z = _mean(zero.get(t))
                 gap0 = z_id - z if z_id is not None and z is not None else None
-                recovery[t] = (v - z) / gap0 if gap0 and v is not None and z is not None else None
+                margin = tie_margin(*[_stats(zero.get(i)) for i in ids], _stats(zero.get(t)))
+                recovery[t], reason = ratio_over_noise(v - z if v is not None and z is not None else None, gap0,
+                                                       margin, "the zero-shot gap")
                 if recovery[t] is None:
                     entry["nulls"][f"fewshot_recovery.{t}"] = (
-                        "the zero-shot gap is 0: there is nothing to recover" if gap0 == 0
+                        f"{reason}: there is nothing to recover" if gap0 is not None and v is not None and z is not None
                         else "a success this needs (zero-shot S_id, S_ood, or this baseline's S_ood) is null")
             entry["fewshot_recovery"] = recovery
         out.append(entry)

@@ -105,6 +105,25 @@ def is_tie(difference: float, margin: float) -> bool:
     return difference == 0 or abs(difference) < margin
 
 
+def ratio_over_noise(numerator: float | None, denominator: float | None, margin: float,
+                     what: str = "the denominator", ratio: str = "the ratio") -> tuple[float | None, str | None]:
+    """``numerator / denominator``, or ``(None, reason)`` when it is undefined: when either is null, or
+    when the denominator ties with 0 under the tie rule (``margin``, from :func:`tie_margin` of the cells
+    the denominator comes from). Every transfer ratio and few-shot recovery of every report comes from
+    here, so a ratio over a score that cannot be told from 0 (a random policy's 0.01) is never printed
+    as a number."""
+    if denominator is None:
+        return None, f"{what} is null"
+    if numerator is None:
+        return None, "the numerator is null"
+    if is_tie(denominator, margin):
+        if denominator == 0:
+            return None, f"{what} is 0: {ratio} is undefined"
+        return None, (f"{what} {denominator:.3g} ties with 0 under the tie rule (margin {margin:.3g}): {ratio} "
+                      "is undefined")
+    return numerator / denominator, None
+
+
 def mark_ties(cells: list[dict[str, Any]], metric: str = "success") -> None:
     """Add ``ties`` to each cell: the cells of the same topology whose ``metric`` mean ties its own
     under the tie rule (:data:`TIE_SIGMAS`). Stored as "model/baseline" labels."""

@@ -15,7 +15,9 @@ from topoeval.analysis.stats import is_scored, mark_ties, metric_stats
 #: episodes score ``coverage`` and progress-aware parallelism/efficiency (docs/metrics.md); nothing removed.
 #: 5: each collapse entry's ``dimension_collapse`` names the OOD topology's ``weakest`` dimension
 #: (whether or not the ID topology has it), and ``nulls`` says why each null field is null.
-SCHEMA_VERSION = 5
+#: 6: a ``matrix`` section (a transfer-matrix protocol's run; null otherwise, and ``collapse`` is then []);
+#: transfer ratios and few-shot recoveries are null when their denominator ties with 0 (the tie rule).
+SCHEMA_VERSION = 6
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success",)
 
@@ -62,10 +64,14 @@ def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]]
 
 
 def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None,
-                  base_model: str | None = None, ladder_steps: list[tuple[str, str | None]] | None = None) -> dict:
+                  base_model: str | None = None, ladder_steps: list[tuple[str, str | None]] | None = None,
+                  matrix: dict[str, Any] | None = None) -> dict:
+    """summary.json; ``matrix``: run.json's matrix record (a transfer-matrix run), for the ``matrix`` section."""
     from topoeval.analysis.collapse import build_collapse
     from topoeval.analysis.ladder import build_ladders
+    from topoeval.analysis.matrix import build_matrix
 
     cells = build_cells(records, order)
     return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": cells,
+            "matrix": build_matrix(cells, matrix),
             "collapse": build_collapse(cells, base_model), "ladder": build_ladders(cells, ladder_steps or [])}

@@ -161,9 +161,10 @@ def default_models(protocol: str | Path) -> list[str]:
     distribution, side by side with the model it started from."""
     from topoeval.protocol.loader import load_protocol
 
-    train = load_protocol(protocol).train
-    trained = adapter_name(train.name) if train is not None else None
-    return [BASE_NAME] + ([trained] if trained and adapter_files(trained)[0].is_file() else [])
+    proto = load_protocol(protocol)
+    names = [proto.train.name] if proto.train is not None else [t.name for t in proto.declared_topologies()]
+    trained = [adapter_name(n) for n in names]  # a matrix: the adapter trained on each of its topologies
+    return [BASE_NAME] + [t for t in trained if adapter_files(t)[0].is_file()]
 
 
 if __name__ == "__main__":  # make eval: python -m topoeval.models.adapters PROTOCOL -> "smollm2-135m,smollm2-135m-wiki"

@@ -56,14 +56,17 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry, folder: st
         raise ProtocolErrors([f"{filename}:1: a protocol is a mapping of fields, got {type(data).__name__}"])
 
     errors: list[tuple[Loc, str]] = list(_duplicate_keys(root))
+    shape = _shape_errors(data)
+    errors += shape
     try:
         protocol = Protocol.model_validate(data)
     except ValidationError as exc:
-        errors += [(tuple(e["loc"]), _message(e)) for e in exc.errors()]
+        # the shape check at the top level is said above, field by field, when the file shows it
+        errors += [(tuple(e["loc"]), _message(e)) for e in exc.errors() if not (shape and not e["loc"])]
         protocol = None
     if protocol is not None:
         if folder is not None:
-            for topo in [protocol.train, *protocol.test, *protocol.ladder]:
+            for topo in [*protocol.declared_topologies(), *protocol.ladder]:
                 topo._folder = str(folder)
         with protocol_folder(folder):
             errors += semantic_errors(protocol, registry)
@@ -73,12 +76,47 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry, folder: st
     return protocol
 
 
+def _shape_errors(data: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """One-way (train + test) or matrix, named field by field: what is missing, or what a matrix cannot have."""
+    if "matrix" in data:
+        return [((key,), "a matrix protocol lists its topologies under matrix.topologies: remove this field "
+                 "(a model's own topology comes from its training record or --trained-on)")
+                for key in ("train", "test", "ladder") if key in data]
+    return [((key,), "required field is missing (or give matrix: {topologies: [...]} instead of train and test)")
+            for key in ("train", "test") if key not in data]
+
+
+def _matrix_errors(protocol: Protocol) -> list[tuple[Loc, str]]:
+    """A matrix's topologies: unique names, no role or axis (the diagonal is per model), demos from the target."""
+    assert protocol.matrix is not None
+    errors: list[tuple[Loc, str]] = []
+    seen: dict[str, int] = {}
+    for i, topo in enumerate(protocol.matrix.topologies):
+        loc: Loc = ("matrix", "topologies", i)
+        if topo.name in seen:
+            errors.append(((*loc, "name"), f"duplicate topology name '{topo.name}' (also "
+                           f"matrix.topologies[{seen[topo.name]}])"))
+        seen.setdefault(topo.name, i)
+        if topo.role is not None:
+            errors.append(((*loc, "role"), "a matrix topology takes no role: which one is a model's own comes from "
+                           "the model (its training record, or --trained-on MODEL=TOPOLOGY)"))
+        if topo.axis is not None:
+            errors.append(((*loc, "axis"), "a matrix topology takes no axis (the axes that differ are read from "
+                           "the topologies' descriptors)"))
+    if protocol.baselines.demos_from == "source":
+        errors.append((("baselines", "demos_from"), "a matrix has no single train topology to draw demonstrations "
+                       "from: use demos_from: target"))
+    return errors
+
+
 def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[Loc, str]]:
     """Checks across fields and against the suite registry."""
     from topoeval.transforms import apply_transforms, known_transforms
 
     errors: list[tuple[Loc, str]] = []
-    if protocol.train.role is not None:
+    if protocol.matrix is not None:
+        errors += _matrix_errors(protocol)
+    elif protocol.train is not None and protocol.train.role is not None:
         errors.append((("train", "role"), "the train topology takes no role"))
     seen: dict[str, int] = {}
     for i, topo in enumerate(protocol.test):
@@ -88,7 +126,7 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
             errors.append((("test", i, "name"),
                            f"duplicate topology name '{topo.name}' (also test[{seen[topo.name]}])"))
         seen.setdefault(topo.name, i)
-    if not any(t.role == "id" for t in protocol.test):
+    if protocol.matrix is None and not any(t.role == "id" for t in protocol.test):
         errors.append((("test",), "needs at least one topology with role: id (the test split of the train topology)"))
 
     test_names = set(seen)
@@ -106,8 +144,10 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
         seen.setdefault(step.name, i)
         if step.role not in (None, "ladder"):
             errors.append((("ladder", i, "role"), "ladder steps take no role (or role: ladder)"))
-    entries: list[tuple[Loc, Any]] = [(("train",), protocol.train)]
+    entries: list[tuple[Loc, Any]] = [(("train",), protocol.train)] if protocol.train is not None else []
     entries += [(("test", i), t) for i, t in enumerate(protocol.test)]
+    if protocol.matrix is not None:
+        entries += [(("matrix", "topologies", i), t) for i, t in enumerate(protocol.matrix.topologies)]
     entries += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
     transforms = known_transforms()
     sized: dict[Loc, tuple[Any, Any]] = {}  # loc -> (suite with its transforms, parsed params)
@@ -189,6 +229,8 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
 
     tests: list[tuple[Loc, TopologySpec]] = [(("test", i), t) for i, t in enumerate(protocol.test)]
     tests += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
+    if protocol.matrix is not None:
+        tests += [(("matrix", "topologies", i), t) for i, t in enumerate(protocol.matrix.topologies)]
     tests = [(loc, t) for loc, t in tests if loc in sized]
     for loc, topo in tests:
         n = topo.n_tasks if topo.n_tasks is not None else protocol.tasks.test.n
@@ -199,7 +241,7 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
             errors.append((where, f"{what} but the test split of {label(topo)} holds {pool} tasks"))
     if max(protocol.baselines.shots) > 0:
         donors: list[tuple[Loc, TopologySpec]] = (tests if protocol.baselines.demos_from == "target"
-                                                  else [(("train",), protocol.train)])
+                                                  else [(("train",), protocol.train)] if protocol.train else [])
         for loc, topo in donors:
             pool = size(loc, "fewshot") if loc in sized else None
             if pool is not None and protocol.tasks.fewshot.n > pool:
@@ -215,7 +257,7 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
     for split in ("train", "dev"):
         spec = getattr(protocol.tasks, split)
         pool = size(("train",), split) if spec is not None and ("train",) in sized else None
-        if pool is not None and spec.n > pool:
+        if pool is not None and spec is not None and protocol.train is not None and spec.n > pool:
             errors.append((("tasks", split, "n"), f"tasks.{split}.n is {spec.n} but the {split} split of the train "
                            f"topology {label(protocol.train)} holds {pool} tasks"))
     return errors

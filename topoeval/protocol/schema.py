@@ -18,6 +18,7 @@ from pydantic import (
     PrivateAttr,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 #: Metrics a protocol may request; every episode computes all of them anyway.
@@ -143,14 +144,35 @@ class Sampling(_Strict):
     seed: int | None = Field(default=None, description="Backend sampling seed (sample index is added).")
 
 
+class MatrixSpec(_Strict):
+    """A transfer matrix: every evaluated model on every one of these topologies (docs/transfer-matrix.md).
+
+    Each topology is declared as a test topology is (suite, params, transforms, n_tasks), without a
+    role or an axis: which one is a model's own (the diagonal) comes from the model (its adapter's
+    training record, or ``--trained-on MODEL=TOPOLOGY``), not from the protocol.
+    """
+
+    topologies: list[TopologySpec] = Field(
+        min_length=2, description="The topologies every model is evaluated on (rows x these columns).")
+
+
+#: the role of every topology of a matrix protocol in the cells and episodes (no ID/OOD: that is per model)
+MATRIX_ROLE = "matrix"
+
+
 class Protocol(_Strict):
-    """A generalisation protocol: train topology A, test topologies B, baselines, limits."""
+    """A generalisation protocol: train topology A, test topologies B, baselines, limits; or a
+    transfer matrix (``matrix``: every model on every listed topology) instead of train and test."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="Protocol name (used in result paths).")
     description: str = Field(default="", description="What the protocol measures.")
     version: PositiveInt = Field(default=1, description="Bumped when the protocol changes meaning.")
-    train: TopologySpec = Field(description="The topology the evaluated model was trained on.")
-    test: list[TopologySpec] = Field(min_length=1, description="Evaluated topologies, each with a role.")
+    train: TopologySpec | None = Field(default=None, description=(
+        "The topology the evaluated model was trained on (required unless the protocol is a ``matrix``)."))
+    test: list[TopologySpec] = Field(default_factory=list, description=(
+        "Evaluated topologies, each with a role (required unless the protocol is a ``matrix``)."))
+    matrix: MatrixSpec | None = Field(default=None, description=(
+        "Instead of train and test: topologies every model is evaluated on, the transfer matrix."))
     tasks: TaskCounts = Field(description="Task counts and seeds per split.")
     baselines: Baselines = Field(default_factory=Baselines, description="Zero-/few-shot baselines.")
     samples: PositiveInt = Field(default=1, description="Samples per task (k of pass@k).")
@@ -171,7 +193,54 @@ class Protocol(_Strict):
                 raise ValueError(f"unknown metric '{m}' (known: {', '.join(KNOWN_METRICS)})")
         return metrics
 
+    @model_validator(mode="after")
+    def _one_shape(self) -> Protocol:
+        """A one-way protocol (train and test) or a matrix, not both (the loader names the fields first)."""
+        if self.matrix is None and (self.train is None or not self.test):
+            raise ValueError("a protocol needs train and test (one-way), or matrix (every model on every topology)")
+        if self.matrix is not None and (self.train is not None or self.test or self.ladder):
+            raise ValueError("a matrix protocol lists its topologies under matrix.topologies: no train, test or ladder")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _unset_matrix_left_out(self, handler: Any) -> dict[str, Any]:
+        """Leave ``matrix`` out of a one-way protocol, and train/test/ladder out of a matrix (the canonical
+        form: adding the matrix field did not change any one-way protocol's hash)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if data.get("matrix") is None:
+                data.pop("matrix", None)
+            else:
+                for key in ("train", "test", "ladder"):
+                    data.pop(key, None)
+        return data
+
+    def train_topology(self) -> TopologySpec:
+        """The train topology; a one-line UserError for a matrix protocol, which has none."""
+        if self.train is None:
+            from topoeval.core.errors import UserError
+
+            names = ", ".join(t.name for t in self.matrix.topologies) if self.matrix else ""
+            raise UserError(f"protocol '{self.name}' is a transfer matrix: it has no train topology (name one of its "
+                            f"topologies: {names})")
+        return self.train
+
+    @property
+    def is_matrix(self) -> bool:
+        """Whether this is a transfer-matrix protocol (``matrix``) rather than a one-way one."""
+        return self.matrix is not None
+
     def topologies(self) -> list[TopologySpec]:
         """Every evaluated topology: the test topologies, then the ladder steps in order (a step that
-        names a test topology is that topology, not a second copy)."""
+        names a test topology is that topology, not a second copy); for a matrix, its topologies, each
+        with the role ``matrix``."""
+        if self.matrix is not None:
+            return [t.model_copy(update={"role": MATRIX_ROLE}) for t in self.matrix.topologies]
         return list(self.test) + [t.model_copy(update={"role": "ladder"}) for t in self.ladder if t.suite is not None]
+
+    def declared_topologies(self) -> list[TopologySpec]:
+        """Every topology the file declares (train, test, ladder steps with a suite; or the matrix's)."""
+        if self.matrix is not None:
+            return list(self.matrix.topologies)
+        train = [self.train] if self.train is not None else []
+        return [*train, *self.test, *(t for t in self.ladder if t.suite is not None)]

@@ -67,7 +67,7 @@ def topology_from(topology: Any, protocol: Any = None, suites_dirs: list | tuple
         return resolve(topology, registry)
     if protocol is not None:
         proto = protocol if not isinstance(protocol, (str, Path)) else load_protocol(protocol, registry)
-        specs = {t.name: t for t in [proto.train, *proto.test, *proto.ladder] if t.suite is not None}
+        specs = {t.name: t for t in proto.declared_topologies()}
         if topology not in specs:
             raise UserError(f"protocol '{proto.name}' has no topology '{topology}' (it has: {', '.join(specs)})")
         return resolve(specs[topology], registry)

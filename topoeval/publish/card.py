@@ -15,6 +15,7 @@ CONFIGS: list[dict[str, Any]] = [
     {"config_name": "results", "data_files": [{"split": "train", "path": "data/results.parquet"}], "default": True},
     {"config_name": "latest", "data_files": [{"split": "train", "path": "data/latest.parquet"}]},
     {"config_name": "episodes", "data_files": [{"split": "train", "path": "episodes/**/*.parquet"}]},
+    {"config_name": "matrix", "data_files": [{"split": "train", "path": "data/matrix.parquet"}]},
 ]
 
 
@@ -32,6 +33,8 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     (the tie rule, :data:`topoeval.analysis.stats.TIE_SIGMAS`, over each entry's OOD noise)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
+        if r["role"] == "matrix":  # a transfer matrix has no ID/OOD: its own table (matrix_table)
+            continue
         groups[(r["protocol"], r["model"], r["baseline"], r["task_set_sha256"])].append(r)
     boards: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (protocol, model, baseline, task_set), mine in groups.items():
@@ -58,10 +61,51 @@ def _f(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
-def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True) -> str:
-    """README.md: YAML metadata (configs, license, tags), then one leaderboard per protocol.
-    ``episodes=False``: the repo holds no per-episode files, so that config is not declared."""
-    configs = [c for c in CONFIGS if episodes or c["config_name"] != "episodes"]
+def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
+    """The card's transfer matrices: per protocol and task set, success [95 % CI] per model × topology,
+    ``*`` on the model's own topology, ``×r`` its transfer ratio (``×—``: undefined, the own score ties with 0)."""
+    lines: list[str] = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in matrix:
+        if r["metric"] == "success":
+            groups[(r["protocol"], r["task_set_sha256"])].append(r)
+    for (protocol, task_set), mine in sorted(groups.items()):
+        topos = list(dict.fromkeys(r["topology"] for r in sorted(mine, key=lambda r: r.get("column") or 0)))
+        lines += [f"## Transfer matrix: {protocol} (task set `{task_set[:12]}`)", "",
+                  "| model | baseline | trained on | " + " | ".join(topos) + " |",
+                  "|" + "---|" * (3 + len(topos))]
+        by_row: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+        for r in mine:
+            by_row[(r["model"], r["baseline"])][r["topology"]] = r
+        for (model, baseline), per in by_row.items():
+            train = next(iter(per.values()))["train_topology"]
+            vals = []
+            for t in topos:
+                got = per.get(t)
+                if got is None or got["mean"] is None:
+                    vals.append("—")
+                    continue
+                ci = f" [{got['ci_low']:.2f}, {got['ci_high']:.2f}]" if got["ci_low"] is not None else ""
+                text = f"{got['mean']:.2f}{ci}"
+                if got["own"]:
+                    text += " *"
+                elif train:
+                    text += f" ×{got['transfer_ratio']:.2f}" if got["transfer_ratio"] is not None else " ×—"
+                vals.append(text)
+            lines.append(f"| {model} | {baseline} | {train or '—'} | " + " | ".join(vals) + " |")
+        lines += ["", "`*`: the model's own (train) topology; `×r`: success there / success on its own topology "
+                  "(`×—`: undefined, the own score ties with 0 under the tie rule; the `ratio_note` column says why).",
+                  ""]
+    return lines
+
+
+def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True,
+                matrix: list[dict[str, Any]] | None = None) -> str:
+    """README.md: YAML metadata (configs, license, tags), then the transfer matrices (``matrix`` rows), then
+    one leaderboard per protocol. ``episodes=False``: the repo holds no per-episode files, so that config is
+    not declared; nor is ``matrix`` without matrix rows."""
+    configs = [c for c in CONFIGS if (episodes or c["config_name"] != "episodes")
+               and (matrix or c["config_name"] != "matrix")]
     meta: dict[str, Any] = {
         "configs": configs, "license": "apache-2.0", "pretty_name": f"topoeval leaderboard ({repo_id})",
         "tags": ["topoeval", "agents", "tool-use", "evaluation", "leaderboard"]}
@@ -71,10 +115,13 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True)
              "Configs: `results` (one row per "
              "protocol × model × baseline × topology × metric: mean, std, se, 95 % CI, n, pass@k, pass^k, n_errors "
              "and incomplete, hashes, date), `latest` (the newest row of each)"
-             + (", `episodes` (every episode's conversation and scores)." if episodes else "."), "",
+             + (", `episodes` (every episode's conversation and scores)" if episodes else "")
+             + (", `matrix` (transfer matrices: per model × topology success and dq with CIs, the model's own "
+                "topology, transfer ratios)." if matrix else "."), "",
              "Rows are sorted by OOD success (mean over the protocol's OOD topologies); `=` marks a row that ties "
              "the one above it (difference below 2 × the larger std / standard error). Each row is reproduced by "
              "its command on the protocol of the stated sha256.", ""]
+    lines += matrix_table(matrix or [])
     for protocol, entries in sorted(leaderboard(rows).items()):
         lines += [f"## {protocol}", "",
                   "| # | model | baseline | OOD success | ID success | OOD dq | ID dq | n | task set | reproduce |",

@@ -19,17 +19,20 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 from topoeval.core.errors import UserError
 from topoeval.core.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
-from topoeval.publish.schema import EPISODE_COLUMNS, RESULT_COLUMNS, conform, features
-from topoeval.publish.tables import episode_rows, episodes_path, latest, merge, result_rows
+from topoeval.publish.schema import EPISODE_COLUMNS, MATRIX_COLUMNS, RESULT_COLUMNS, conform, features
+from topoeval.publish.tables import MATRIX_KEY, episode_rows, episodes_path, latest, matrix_rows, merge, result_rows
 
 RESULTS_FILE = "data/results.parquet"
 LATEST_FILE = "data/latest.parquet"
+MATRIX_FILE = "data/matrix.parquet"
 
 
 def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
-          existing: list[dict[str, Any]] | None = None, episodes: bool = True) -> list[str]:
+          existing: list[dict[str, Any]] | None = None, episodes: bool = True,
+          existing_matrix: list[dict[str, Any]] | None = None) -> list[str]:
     """Write the folder a publish uploads: results merged into ``existing``, the latest view,
-    the runs' episodes (unless ``episodes=False``) and the card. Returns the repo paths written.
+    the transfer matrices (transfer-matrix runs, merged into ``existing_matrix``), the runs'
+    episodes (unless ``episodes=False``) and the card. Returns the repo paths written.
     Every file is written from its config's declared schema (:mod:`topoeval.publish.schema`)."""
     out = Path(out)
     new = conform([row for d in run_dirs for row in result_rows(d)], RESULT_COLUMNS)
@@ -40,6 +43,11 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
     write_rows(rows, out / RESULTS_FILE, result_features)
     write_rows(latest(rows), out / LATEST_FILE, result_features)
     written = [RESULTS_FILE, LATEST_FILE]
+    matrix = merge(conform(existing_matrix or [], MATRIX_COLUMNS),
+                   conform([row for d in run_dirs for row in matrix_rows(d)], MATRIX_COLUMNS), MATRIX_KEY)
+    if matrix:
+        write_rows(matrix, out / MATRIX_FILE, features(MATRIX_COLUMNS))
+        written.append(MATRIX_FILE)
     episode_features = features(EPISODE_COLUMNS)
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
@@ -50,7 +58,7 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
             write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel,
                        episode_features)
             written.append(rel)
-    (out / "README.md").write_text(render_card(rows, repo_id, episodes), encoding="utf-8")
+    (out / "README.md").write_text(render_card(rows, repo_id, episodes, matrix), encoding="utf-8")
     written.append("README.md")
     return written
 
@@ -69,8 +77,9 @@ def _retrying(fn, wait: float, attempts: int = 5):
                  wait=wait_exponential(multiplier=wait, max=30 * wait), reraise=True)(fn)
 
 
-def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float) -> list[dict[str, Any]]:
-    """The repo's current results rows ([] for a new repo or one without results yet)."""
+def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float, path: str = RESULTS_FILE,
+                   ) -> list[dict[str, Any]]:
+    """The repo's current rows of ``path`` (results; [] for a new repo or one without that file yet)."""
     from huggingface_hub.errors import (
         EntryNotFoundError,
         HfHubHTTPError,
@@ -79,7 +88,7 @@ def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float) -> list[d
     )
 
     def download() -> str:
-        return api.hf_hub_download(repo_id, RESULTS_FILE, repo_type="dataset", cache_dir=str(workdir / "cache"))
+        return api.hf_hub_download(repo_id, path, repo_type="dataset", cache_dir=str(workdir / "cache"))
 
     try:
         return read_rows(_retrying(download, wait)())
@@ -110,10 +119,11 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
             _retrying(lambda: api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True),
                       retry_wait)()
         existing = [] if offline else fetch_existing(api, repo_id, work, retry_wait)
+        existing_matrix = [] if offline else fetch_existing(api, repo_id, work, retry_wait, MATRIX_FILE)
         staged = Path(dry_run) if dry_run is not None else work / "stage"
         if dry_run is not None and staged.exists():
             shutil.rmtree(staged)
-        files = stage(run_dirs, staged, repo_id, existing, episodes=episodes)
+        files = stage(run_dirs, staged, repo_id, existing, episodes=episodes, existing_matrix=existing_matrix)
         result = {"repo": repo_id, "files": files, "merged_rows": len(existing), "folder": str(staged)}
         if dry_run is not None:
             return {**result, "uploaded": False}

@@ -6,11 +6,15 @@ trained-model collapse — the embedded base, both shipped SFT adapters (``smoll
 ``smollm2-135m-travel``) and the GRPO adapter trained on from the wiki one (``smollm2-135m-wiki-grpo``),
 0/1/2 shots, 12 tasks per topology — on ``wiki_to_travel`` and ``travel_to_wiki``; the wiki-trained
 adapters (SFT and SFT+GRPO) on the ladder (8 tasks per step); and the base and the wiki adapter on
-the format ladder ``wiki_format_ladder`` (8 tasks per step). Then the transfer-over-training sweeps
+the format ladder ``wiki_format_ladder`` (8 tasks per step). The transfer matrix (``transfer_matrix``,
+:func:`matrix_runs`): the reference policies (:data:`MATRIX_REFERENCE_RUN`), then the base and every
+shipped adapter (:func:`matrix_models`) on every topology at 24 tasks, 0-shot, greedy, and on wiki and
+travel k = 4 samples at temperature 0.7 (pass@k, pass^k, zero-signal share). Then the transfer-over-training sweeps
 (:data:`SWEEPS`: the GRPO run's checkpoints and the wiki SFT run's) where their checkpoints are on
 this machine — they are training output, not committed; a sweep whose checkpoints are absent is
-skipped with one line and its committed results are kept. No model runs on
-the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a 135M model cannot use.
+skipped with one line and its committed results are kept. Outside the transfer
+matrix no model runs on the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a
+135M model cannot use; the matrix runs them to show exactly that, as cells of its table.
 Then stages the runs as a publish would (results, latest view and card, without the per-episode
 config, to keep the repository small) into ``results/hub/``, the sweeps' summaries, tables and plots
 into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to ``results/README.md``.
@@ -58,6 +62,19 @@ LADDER_RUN = {"tasks": 8, "shots": [0], "max_turns": 6, "max_tokens": 64}
 #: how much of the wiki adapter's collapse is the tool-call format's (issue 28): the same sizes as LADDER_RUN
 FORMAT_LADDER = "wiki_format_ladder"
 FORMAT_LADDER_MODELS = (EMBEDDED, f"{EMBEDDED}-wiki")
+#: the transfer matrix (issue 46): every model on wiki, wiki-hermes, travel, BFCL, AgentDojo and git
+MATRIX = "transfer_matrix"
+#: the base and the adapters the matrix runs, where their files are here (the travel GRPO adapter may not be)
+MATRIX_MODELS = (EMBEDDED, f"{EMBEDDED}-wiki", f"{EMBEDDED}-wiki-grpo", f"{EMBEDDED}-travel",
+                 f"{EMBEDDED}-travel-grpo")
+#: the reference policies' matrix: a real mcp-server-git process per git episode, so few tasks
+MATRIX_REFERENCE_RUN: dict[str, Any] = {"tasks": 6}
+#: 24 tasks per topology, 0-shot, greedy, the collapse's turn and token limits (the wiki and travel cells'
+#: first 12 tasks are the collapse's: same seed, so their responses are read back from its cache)
+MATRIX_RUN: dict[str, Any] = {"tasks": 24, "shots": [0], "temperature": 0.0, "max_turns": 6, "max_tokens": 64}
+#: on wiki and travel, k = 4 samples at temperature 0.7: could RL on the other topology start from this model?
+MATRIX_SAMPLED_RUN: dict[str, Any] = {**MATRIX_RUN, "topologies": ["wiki", "travel"], "samples": 4,
+                                      "temperature": 0.7}
 REPO_ID = "topoeval/leaderboard"
 
 
@@ -108,7 +125,30 @@ def plan() -> list[PlannedRun]:
             runs.append(PlannedRun(protocol, LADDER_MODELS, "trained", LADDER_RUN))
     runs.append(PlannedRun(FORMAT_LADDER, tuple(sorted(REFERENCE)), "reference", {}))
     runs.append(PlannedRun(FORMAT_LADDER, FORMAT_LADDER_MODELS, "trained", LADDER_RUN))
-    return runs
+    return runs + matrix_runs()
+
+
+def matrix_models() -> tuple[str, ...]:
+    """:data:`MATRIX_MODELS` whose adapter file is here (the base always); each left out is said in one line."""
+    from topoeval.models.adapters import adapter_files, adapter_topology
+
+    kept = []
+    for model in MATRIX_MODELS:
+        if adapter_topology(model) is not None and not adapter_files(model)[0].is_file():
+            print(f"{MATRIX}: {model} left out, its adapter is not here", flush=True)
+            continue
+        kept.append(model)
+    return tuple(kept)
+
+
+def matrix_runs() -> list[PlannedRun]:
+    """The transfer matrix's runs: the reference policies, then the models greedy on every topology (its wiki and
+    travel cells seeded from the collapse's cache), then k = 4 samples at temperature 0.7 on wiki and travel."""
+    models = matrix_models()
+    collapse = f"{COLLAPSE[0]}/collapse"
+    return [PlannedRun(MATRIX, tuple(sorted(REFERENCE)), "reference", MATRIX_REFERENCE_RUN),
+            PlannedRun(MATRIX, models, "matrix", MATRIX_RUN, collapse),
+            PlannedRun(MATRIX, models, "matrix-sampled", MATRIX_SAMPLED_RUN)]
 
 
 def seed_cache(source: Path, run_dir: Path) -> int:

@@ -33,9 +33,21 @@ EPISODE_COLUMNS: dict[str, str] = {
     "errors": "string", "messages": "string", "calls": "string", "events": "string",
     "protocol_sha256": "string", "task_set_sha256": "string",
 }
+#: matrix: one row per protocol × model × baseline × topology × metric (success, dq) of a transfer-matrix run.
+MATRIX_COLUMNS: dict[str, str] = {
+    "protocol": "string", "model": "string", "baseline": "string", "train_topology": "string", "topology": "string",
+    # the topology's column in the matrix (its place in the protocol)
+    "column": "int64",
+    # whether ``topology`` is the model's own (the diagonal); own_mean: the model's score on its own topology
+    "own": "bool", "metric": "string", "mean": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64",
+    "own_mean": "float64", "transfer_ratio": "float64",
+    # why transfer_ratio is null off the diagonal (own score ties with 0, no train topology, ...); "" when set
+    "ratio_note": "string", "protocol_sha256": "string", "task_set_sha256": "string", "date": "string",
+    "run_id": "string", "reproduce": "string",
+}
 #: What a row that lacks a column gets (others: null).
 DEFAULTS: dict[str, Any] = {"n_errors": 0, "incomplete": False, "pass_at_k": [], "pass_hat_k": [], "errors": "[]",
-                            "inference": ""}
+                            "inference": "", "own": False, "ratio_note": ""}
 
 
 def features(columns: dict[str, str]):

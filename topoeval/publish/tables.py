@@ -15,6 +15,8 @@ from topoeval.runner.store import RUN_JSON, read_episodes, read_json
 
 #: A results row is replaced by a newer publish of the same key.
 RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256")
+#: A matrix row is replaced by a newer publish of the same key.
+MATRIX_KEY = ("protocol", "model", "baseline", "topology", "metric", "task_set_sha256")
 #: The latest view keeps, per model, the newest row of each of these.
 LATEST_KEY = ("protocol", "model", "baseline", "topology", "metric")
 
@@ -36,6 +38,8 @@ def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
     parts = [f"topoeval run {meta['protocol']['name']} --model {model}"]
     if shots:
         parts.append(f"--shots {shots.group(1)}")
+    for name in meta.get("overrides", {}).get("topologies") or []:
+        parts.append(f"--topology {name}")
     for key, flag in (("tasks", "--tasks"), ("samples", "--samples"), ("max_turns", "--max-turns"),
                       ("max_tokens", "--max-tokens"), ("temperature", "--temperature"), ("top_p", "--top-p")):
         if key in meta.get("overrides", {}):
@@ -76,6 +80,36 @@ def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The ``matrix`` config's rows of a transfer-matrix run (summary.json's ``matrix``); [] for other runs."""
+    meta, summary = load_run(run_dir)
+    matrix = summary.get("matrix") or {}
+    rows = []
+    for r in matrix.get("rows") or []:
+        for metric in ("success", "dq"):
+            for column, (topo, cell) in enumerate(r["cells"].items()):
+                point = cell[metric]
+                ci = point.get("ci95") or [None, None]
+                own = topo == r["train_topology"]
+                note = "" if own else (r["nulls"].get(f"transfer_ratio.{metric}.{topo}")
+                                       or ("" if r["train_topology"] else r["nulls"].get("train_topology", "")))
+                rows.append({
+                    "protocol": summary["protocol"], "model": r["model"], "baseline": r["baseline"],
+                    "train_topology": r["train_topology"], "topology": topo, "column": column, "own": own,
+                    "metric": metric,
+                    "mean": point.get("mean"), "ci_low": ci[0], "ci_high": ci[1], "n": point.get("n", 0),
+                    "own_mean": r["own"][metric], "transfer_ratio": None if own else
+                    r["transfer_ratio"][metric].get(topo), "ratio_note": note,
+                    "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
+                    "date": meta.get("ended") or meta.get("started"),
+                    "run_id": summary.get("run_id", Path(run_dir).name),
+                    "reproduce": reproduce_command(meta, r["model"], r["baseline"]) + (
+                        f" --trained-on {r['model']}={r['train_topology']}" if r.get("train_source") == "--trained-on"
+                        else ""),
+                })
+    return rows
+
+
 def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     """One row per episode (its latest record): labels, every score, the errors, and the
     conversation as JSON. An episode that ended in error has null scores."""
@@ -99,10 +133,11 @@ def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def merge(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``existing`` without the rows whose key ``new`` publishes again, then ``new``."""
-    fresh = {tuple(r[k] for k in RESULT_KEY) for r in new}
-    kept = [r for r in existing if tuple(r[k] for k in RESULT_KEY) not in fresh]
+def merge(existing: list[dict[str, Any]], new: list[dict[str, Any]], key: tuple[str, ...] = RESULT_KEY,
+          ) -> list[dict[str, Any]]:
+    """``existing`` without the rows whose ``key`` ``new`` publishes again, then ``new``."""
+    fresh = {tuple(r[k] for k in key) for r in new}
+    kept = [r for r in existing if tuple(r[k] for k in key) not in fresh]
     return sorted(kept + new, key=lambda r: (r["protocol"], r["model"], r["baseline"], r["topology"], r["metric"]))
 
 

@@ -160,6 +160,8 @@ def _md_tables_to_html(markdown: str) -> str:
             in_table = False
         if line.startswith("## "):
             out.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("### "):
+            out.append(f"<h3>{html.escape(line[4:])}</h3>")
         elif line.strip() and not line.startswith("# "):
             out.append(f'<p class="warn">{_inline(line)}</p>' if line.startswith("**Incomplete")
                        else f"<p>{_inline(line)}</p>")
@@ -273,13 +275,18 @@ def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], p
             label += f" — incomplete: {c['n_errors']} err"
         cells.append({"label": label, "total": len(recs),
                       "episodes": [_episode_view(r) for r in recs[:MAX_EPISODES_PER_CELL]]})
-    images = "\n".join(
-        f'<img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">' for p in plots
-    )
+    def img(p: Path) -> str:
+        return f'<img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+
+    # a transfer matrix's heatmap leads the page, as its tables lead report.md
+    first = [p for p in plots if p.name == "matrix.png"]
+    images = "\n".join(img(p) for p in plots if p not in first)
+    headline = (f'<section id="matrix"><h2>Transfer matrix</h2>{img(first[0])}</section>' if first
+                else render_headline(summary))
     data = json.dumps({"cells": cells}, ensure_ascii=False).replace("</", "<\\/")
     title = html.escape(f"topoeval — {summary['protocol']} — {summary.get('run_id', '')}")
     tables = _with_unanswered(_md_tables_to_html(render_report_md(summary)), cells)
-    return PAGE.format(title=title, headline=render_headline(summary), tables=tables,
+    return PAGE.format(title=title, headline=headline, tables=tables,
                        plots=f"<h2>Plots</h2>{images}" if images else "", data=data)
 
 

@@ -1,5 +1,5 @@
 """``report.md``: the run's tables in Markdown (ID vs OOD success, dimensions, training-signal
-diagnostics, collapse, few-shot recovery)."""
+diagnostics, collapse, few-shot recovery); a transfer-matrix run's matrix first."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
 from topoeval.core.files import write_atomic
+from topoeval.report.matrix import matrix_md
 from topoeval.report.tables import INCOMPLETE_NOTE, error_mark, topologies_by_role
 
 
@@ -40,7 +41,9 @@ def render_report_md(summary: dict[str, Any]) -> str:
     lines += [f"Protocol sha256 `{summary.get('protocol_sha256', '')[:16]}`, task set sha256 "
               f"`{summary.get('task_set_sha256', '')[:16]}`. Success: mean ± std across samples [bootstrap 95 % CI "
               "over tasks]; `=` marks a tie (difference < 2 × the larger std).", ""]
-    lines += ["## Success, ID vs OOD", "", _row(["model", "baseline", *(f"{t} ({r})" for t, r in topos)]),
+    lines += matrix_md(summary.get("matrix"))  # a transfer matrix comes first
+    heading = "## Success, ID vs OOD" if not summary.get("matrix") else "## Success per topology"
+    lines += [heading, "", _row(["model", "baseline", *(f"{t} ({r})" for t, r in topos)]),
               _row(["---"] * (2 + len(topos)))]
     for (model, baseline), per in by_key.items():
         vals = [(_stat(per[t]["metrics"].get("success")) + (" =" if per[t].get("ties") else "") + error_mark(per[t]))

@@ -1,5 +1,5 @@
-"""PNG plots of a run (matplotlib, headless): the ladder curves with CI bands, few-shot recovery,
-and per-dimension ID vs OOD."""
+"""PNG plots of a run (matplotlib, headless): a transfer matrix's heatmap (``matrix.png``), the ladder
+curves with CI bands, few-shot recovery, and per-dimension ID vs OOD."""
 
 from __future__ import annotations
 
@@ -124,6 +124,9 @@ def plot_ladder(summary: dict[str, Any], path: Path) -> Path | None:
 
 
 def write_plots(summary: dict[str, Any], run_dir: Path) -> list[Path]:
-    out = [plot_ladder(summary, run_dir / "plot_ladder.png"), plot_fewshot(summary, run_dir / "plot_fewshot.png"),
+    from topoeval.report.matrix import plot_matrix
+
+    out = [plot_matrix(summary, run_dir / "matrix.png"),
+           plot_ladder(summary, run_dir / "plot_ladder.png"), plot_fewshot(summary, run_dir / "plot_fewshot.png"),
            plot_dimensions(summary, run_dir / "plot_dimensions.png")]
     return [p for p in out if p is not None]

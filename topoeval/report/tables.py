@@ -27,9 +27,9 @@ INCOMPLETE_NOTE = ("(N err): N episodes of the cell ended in error (the backend 
 
 
 def topologies_by_role(cells: list[dict[str, Any]]) -> dict[str, str]:
-    """Topology -> role, ID first, then OOD, then ladder steps."""
+    """Topology -> role, ID first, then OOD, then ladder steps (a matrix's topologies, in run order)."""
     out: dict[str, str] = {}
-    for role in ("id", "ood", "ladder"):
+    for role in ("id", "ood", "ladder", "matrix"):
         for c in cells:
             if c["role"] == role:
                 out.setdefault(c["topology"], role)

@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
@@ -56,6 +56,8 @@ class RunConfig(BaseModel):
     samples: int | None = Field(default=None, ge=1, description="Samples per task (default: the protocol's).")
     shots: list[int] | None = Field(default=None, description="Keep only these baselines (shot counts) of the "
                                                               "protocol.")
+    topologies: list[str] | None = Field(default=None, description=(
+        "Keep only these topologies of a matrix protocol (``--topology``; e.g. k samples on two of them)."))
     max_turns: int | None = Field(default=None, ge=1, description="Override the protocol's turns per episode.")
     max_tokens: int | None = Field(default=None, ge=1, description="Override the protocol's tokens per turn.")
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="Override the protocol's temperature.")
@@ -69,6 +71,10 @@ class RunConfig(BaseModel):
     suites_dirs: list[Path] = Field(default_factory=list, description="Extra folders of suites.")
     trained_on: list[Path] = Field(default_factory=list, description=(
         "`topoeval export` folders the models were trained on: evaluated tasks found in them are warned about."))
+    train_topologies: dict[str, str] = Field(default_factory=dict, description=(
+        "Per model, the matrix topology it was trained on (``--trained-on MODEL=TOPOLOGY``): the diagonal of its row "
+        "of a transfer matrix (default: its adapter's training record, else none). Recorded, not part of the "
+        "identity: it changes no episode."))
     shard: Shard | None = Field(default=None, description="Run only this shard (``i/n``) of the episodes.")
     workers: int | None = Field(default=None, ge=0, description="Local worker processes (0: one per CPU core).")
     executor: Executor = Field(default=Executor.local, description="local processes, or Ray tasks.")
@@ -80,6 +86,25 @@ class RunConfig(BaseModel):
     user_model: str | None = Field(default=None, description=(
         "A model that plays the simulated user (``ask_user``) from the task's hidden slots; None: each suite's "
         "deterministic user, the reference (topoeval.core.users)."))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_trained_on(cls, data: Any) -> Any:
+        """``trained_on`` entries of the form ``MODEL=TOPOLOGY`` (not an existing folder) are train
+        topologies (``--trained-on`` takes both); the rest stay export folders."""
+        if not isinstance(data, dict) or not data.get("trained_on"):
+            return data
+        folders: list[Any] = []
+        pairs: list[str] = []
+        for entry in data["trained_on"]:
+            text = str(entry)
+            (pairs if "=" in text and not Path(text).exists() else folders).append(text if "=" in text else entry)
+        if pairs:
+            from topoeval.runner.matrix import parse_train_topologies
+
+            data = {**data, "trained_on": folders,
+                    "train_topologies": {**(data.get("train_topologies") or {}), **parse_train_topologies(pairs)}}
+        return data
 
     @field_validator("shard", mode="before")
     @classmethod
@@ -128,6 +153,8 @@ class RunConfig(BaseModel):
                 raise UserError(f"shots {sorted(set(self.shots))}: none is among the protocol's baselines "
                                 f"{protocol.baselines.shots}")
             protocol = protocol.model_copy(update={"baselines": protocol.baselines.model_copy(update={"shots": kept})})
+        if self.topologies is not None:
+            protocol = _keep_topologies(protocol, self.topologies)
         limits = {k: v for k, v in (("max_turns", self.max_turns), ("max_tokens", self.max_tokens)) if v is not None}
         if limits:
             protocol = protocol.model_copy(update={"limits": protocol.limits.model_copy(update=limits)})
@@ -138,7 +165,7 @@ class RunConfig(BaseModel):
 
     def overrides(self) -> dict[str, Any]:
         """What a reproduction needs besides the protocol name (run.json's ``overrides``; publish cites it)."""
-        keys = ("tasks", "samples", "max_turns", "max_tokens", "temperature", "top_p")
+        keys = ("tasks", "samples", "topologies", "max_turns", "max_tokens", "temperature", "top_p")
         return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
     def record(self) -> dict[str, Any]:
@@ -159,6 +186,22 @@ class RunConfig(BaseModel):
             "shots": list(protocol.baselines.shots), "decoding_version": DECODING_VERSION, **opts.episode_settings(),
             **UserSettings(model=self.user_model).identity(),  # nothing for the default user
         }
+
+
+def _keep_topologies(protocol: Protocol, names: list[str]) -> Protocol:
+    """``protocol`` with only the matrix topologies ``names`` (in the protocol's order; idempotent)."""
+    if protocol.matrix is None:
+        raise UserError(f"--topology picks topologies of a matrix protocol; '{protocol.name}' is not one")
+    have = [t.name for t in protocol.matrix.topologies]
+    unknown = [n for n in names if n not in have]
+    if unknown:
+        hint = difflib.get_close_matches(unknown[0], have, n=1)
+        raise UserError(f"--topology {unknown[0]}: the matrix has no such topology"
+                        + (f" (did you mean '{hint[0]}'?)" if hint else "") + f"; it has: {', '.join(have)}")
+    kept = [t for t in protocol.matrix.topologies if t.name in names]
+    if len(kept) < 2:  # the schema's minimum: a matrix of one topology has no off-diagonal
+        raise UserError(f"--topology keeps {len(kept)} topology; a matrix needs at least 2")
+    return protocol.model_copy(update={"matrix": protocol.matrix.model_copy(update={"topologies": kept})})
 
 
 def model_identity(policy: Policy) -> dict[str, Any]:

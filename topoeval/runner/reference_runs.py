@@ -45,7 +45,7 @@ def protocol_targets(protocol: Any, registry: SuiteRegistry) -> list[Target]:
     """Every topology a protocol evaluates — its test topologies (ID, OOD) and ladder steps — at its
     test seed and limits: the zero-shot cells the reference policies get in ``topoeval run``."""
     out = []
-    for spec in [*protocol.test, *(s for s in protocol.ladder if s.suite is not None)]:
+    for spec in protocol.topologies():
         topo = resolve(spec, registry)
         out.append(Target(name=f"{protocol.name}/{spec.name}", suite=topo.suite, params=topo.params,
                           seed=protocol.tasks.test.seed, limits=protocol.limits))

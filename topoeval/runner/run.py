@@ -36,6 +36,7 @@ from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest
 from topoeval.runner.contamination import overlap_with_exports
 from topoeval.runner.episode import episode_id, episode_key, fallback_record, run_episode
 from topoeval.runner.lock import RunLock, lock_run
+from topoeval.runner.matrix import matrix_record, train_topologies
 from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, write_plan
 from topoeval.runner.store import (
     EPISODES,
@@ -153,6 +154,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         if len(set(names)) != len(names):
             raise UserError(f"the same model is named twice: {names}")
         k = config.samples or protocol.samples
+        if config.train_topologies:  # a mistake in --trained-on MODEL=TOPOLOGY ends the run before its folder exists
+            train_topologies(protocol, names, config.train_topologies)
 
         topologies = [resolve(t, registry) for t in protocol.topologies()]
         task_sets = {
@@ -186,6 +189,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         # what `topoeval run` needs besides the protocol name to reproduce this run (publish cites it)
         meta["overrides"] = config.overrides()
         meta["config"] = config.record()
+        if protocol.matrix is not None:  # each topology's axes and each model's own topology (the diagonal)
+            meta["matrix"] = matrix_record(protocol, topologies, names, config.train_topologies, meta.get("matrix"))
         overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
         if overlap:
             meta["trained_on"] = overlap
@@ -315,7 +320,7 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     from topoeval.runner.demos import demo_messages
 
     cache: dict[tuple[str, int, int], tuple[list[dict[str, Any]], list[str]]] = {}
-    source = resolve(protocol.train, registry) if protocol.baselines.demos_from == "source" else None
+    source = resolve(protocol.train_topology(), registry) if protocol.baselines.demos_from == "source" else None
     for topo in topologies:
         for shots in protocol.baselines.shots:
             if shots == 0:

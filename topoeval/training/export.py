@@ -119,7 +119,7 @@ def select_tasks(protocol: Any, *, split: str = "train", n: int | None = None, t
             raise UserError(f"protocol '{proto.name}' sets no tasks.{split}; give n (topoeval export --tasks)")
         n = counts.n
     seed = counts.seed if counts is not None else 0
-    topo = topology_from(topology or proto.train.name, proto, suites_dirs)
+    topo = topology_from(topology or proto.train_topology().name, proto, suites_dirs)
     tasks = topo.tasks(cast(Split, split), seed, n)
     return Selection(proto, topo, split, n, seed, tasks, protocol_hash(proto), task_set_hash({topo.name: tasks}))
 

@@ -129,7 +129,7 @@ def train_grpo(cfg: GrpoConfig, command: str = "", callbacks: list | None = None
     from topoeval.protocol.topology import topology_from
 
     protocol = load_protocol(cfg.protocol)
-    topo_name = protocol.train.name
+    topo_name = protocol.train_topology().name
     name = cfg.name or grpo_adapter_name(topo_name)
     work = Path(cfg.work_dir or RUNS / "train" / name)
     out_dir = Path(cfg.out_dir or ADAPTERS_OUT)

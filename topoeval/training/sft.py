@@ -175,7 +175,7 @@ def train(cfg: TrainConfig, command: str = "", callbacks: list | None = None) ->
     from topoeval.protocol.loader import load_protocol, protocol_hash
 
     protocol = load_protocol(cfg.protocol)
-    name = cfg.name or adapter_name(protocol.train.name)
+    name = cfg.name or adapter_name(protocol.train_topology().name)
     work = Path(cfg.work_dir or RUNS / "train" / name)
     out_dir = Path(cfg.out_dir or ADAPTERS_OUT)
     work.mkdir(parents=True, exist_ok=True)
@@ -285,7 +285,7 @@ def _fit(cfg: TrainConfig, protocol: Any, p_hash: str, name: str, work: Path, ou
         "model": name,
         "base": {"source": "embedded" if cfg.base == "embedded" else cfg.base, "file": Path(base.source).name,
                  "sha256": _file_sha256(base.source) if Path(base.source).is_file() else None},
-        "protocol": protocol.name, "protocol_sha256": p_hash, "train_topology": protocol.train.name,
+        "protocol": protocol.name, "protocol_sha256": p_hash, "train_topology": protocol.train_topology().name,
         "data": data,
         "command": command or f"topoeval train {cfg.protocol}",
         "config": cfg.model_dump(mode="json", exclude={"work_dir", "out_dir", "fresh"}),
