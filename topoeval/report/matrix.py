@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.files import write_with
+
 
 def _f(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
@@ -97,7 +99,7 @@ def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
         fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
     fig.suptitle("transfer matrix: mean [95 % CI]; red outline = the model's own topology", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
+    write_with(path, fig.savefig)
     plt.close(fig)
     return path
 
