@@ -325,10 +325,12 @@ from topoeval.commands.models import models  # noqa: E402
 from topoeval.commands.sweep import sweep  # noqa: E402
 from topoeval.commands.train import train  # noqa: E402
 from topoeval.commands.user_agreement import user_agreement  # noqa: E402
+from topoeval.commands.view import view  # noqa: E402
 
 app.command("train")(train)
 app.command("sweep")(sweep)
 app.command("models")(models)
+app.command("view")(view)
 app.command("user-agreement")(user_agreement)
 
 

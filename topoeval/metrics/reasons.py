@@ -23,7 +23,8 @@ def _slots(events: list[dict[str, Any]]) -> set[str]:
 def clarification_reason(task: Task, events: list[dict[str, Any]], over: int) -> str:
     hidden, asked = set(task.hidden_slots), _slots(events)
     missed = sorted(hidden - asked)
-    parts = [f"never asked: {', '.join(missed)}" if missed else f"asked every hidden slot ({', '.join(sorted(hidden))})"]
+    parts = [f"never asked: {', '.join(missed)}" if missed
+             else f"asked every hidden slot ({', '.join(sorted(hidden))})"]
     if over:
         parts.append(f"{over} over-asked question(s)")
     return "; ".join(parts)
@@ -33,8 +34,8 @@ def priority_reason(task: Task, events: list[dict[str, Any]]) -> str:
     committed = [e["object"] for e in events if e["type"] == "commit" and e["object"] in task.options][-1]
     met = task.options[committed]
     if not task.priority:
-        best = max(sum(v.values()) for v in task.options.values())
-        return f"committed {committed}: {sum(met.values())} of the {best} wishes the best option meets"
+        most = max(sum(v.values()) for v in task.options.values())
+        return f"committed {committed}: {sum(met.values())} of the {most} wishes the best option meets"
     order = " > ".join(task.priority)
     best = max(task.options, key=lambda o: tuple(task.options[o].get(c, False) for c in task.priority))
     broken = next((c for c in task.priority if met.get(c, False) != task.options[best].get(c, False)), None)
