@@ -4,8 +4,8 @@ A run folder is one that holds ``run.json`` or ``summary.json`` beside its episo
 episodes are never all parsed at once: :class:`EpisodeIndex` reads each file line by line and keeps,
 per episode, where its line starts and ends (a byte offset and a length) and a few keys read from
 the line's text without parsing the record — the episode key at its head, the status, and the
-scores object at its end (parsed alone: it is the record's last key). A line that is not laid out
-that way is parsed whole. The latest line of a key is its record, as in the run folder itself
+success and dimension scores from the first bytes of the scores object (the record's last key). A
+line that is not laid out that way is parsed whole. The latest line of a key is its record, as in the run folder itself
 (:mod:`topoeval.runner.store`). One record is then read by seeking to its offset.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +23,13 @@ from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.runner.store import RUN_JSON, episode_files
 
 SUMMARY = "summary.json"
-_KEY = re.compile(rb'^\{"key": "((?:[^"\\]|\\.)*)"')
+_KEY = re.compile(rb'\{"key": "([^"\\]*(?:\\.[^"\\]*)*)"')
 _STATUS = re.compile(rb'"status": "(\w+)"')
 _SCORES = b', "scores": '
+#: (bit of the failing mask, the dimension's name as it opens its value in the scores object's text)
+_DIMS = [(1 << i, f'"{name}": '.encode()) for i, name in enumerate(DIMENSIONS)]
+_VALUE = re.compile(rb"(null|[-0-9.eE+]+)[,}]")
+_WINDOW = 600
 #: status codes in the compact index
 STATUSES = ("done", "error")
 
@@ -63,26 +68,29 @@ class EpisodeIndex:
         task_no: dict[str, int] = {}
         by_key: dict[str, int] = {}
         for f, path in enumerate(index.files):
-            with open(path, "rb") as fh:
-                pos = 0
-                for line in fh:
-                    start, pos = pos, pos + len(line)
-                    keys = _keys(line)
+            if path.stat().st_size == 0:
+                continue
+            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                pos, size = 0, len(mm)
+                while pos < size:  # one find per line, no copy of the line: the keys are read in place
+                    start, nl = pos, mm.find(b"\n", pos)
+                    pos = size if nl < 0 else nl + 1
+                    keys = _keys(mm, start, pos)
                     if keys is None:
                         continue  # a torn or foreign line: the run folder skips it too
-                    key, status, scores = keys
+                    key, status, success, failing = keys
                     model, baseline, topology, task, sample = key.rsplit("|", 4)
                     cell = cell_no.setdefault((model, baseline, topology), len(cell_no))
                     t = task_no.setdefault(task, len(task_no))
                     row = [cell, t, int(sample) if sample.isdigit() else sample,
                            STATUSES.index(status) if status in STATUSES else status,
-                           _success(scores), _failing(scores)]
+                           success, failing]
                     if key in by_key:  # a retried episode: the latest line wins, in the first one's place
                         n = by_key[key]
-                        index.where[n], index.rows[n] = (f, start, len(line)), row
+                        index.where[n], index.rows[n] = (f, start, pos - start), row
                     else:
                         by_key[key] = len(index.rows)
-                        index.where.append((f, start, len(line)))
+                        index.where.append((f, start, pos - start))
                         index.rows.append(row)
         index.cells = list(cell_no)
         index.tasks = list(task_no)
@@ -107,21 +115,45 @@ class EpisodeIndex:
         return out
 
 
-def _keys(line: bytes) -> tuple[str, str, dict[str, Any]] | None:
-    """(key, status, scores) of one episode line, from its text; the whole line parsed only when it
-    is not laid out as the runner writes it. None for a line that is no episode record."""
-    head, status, cut = _KEY.match(line), _STATUS.search(line, 0, 8192), line.rfind(_SCORES)
+def _keys(buf: Any, start: int, end: int) -> tuple[str, str, int | None, int] | None:
+    """(key, status, success, failing) of the episode line ``buf[start:end]``, read from its text in
+    place (see :func:`_scores`); the whole line parsed only when it is not laid out as the runner writes
+    it. None for a line that is no episode record."""
+    head, status, cut = _KEY.match(buf, start, end), _STATUS.search(buf, start, start + 8192), buf.rfind(
+        _SCORES, start, end)
     if head is not None and status is not None and cut > 0:
+        raw = head.group(1)
         try:
-            scores = json.loads(line[cut + len(_SCORES):].rstrip()[:-1])
-            return json.loads(b'"' + head.group(1) + b'"'), status.group(1).decode(), scores
+            key = raw.decode() if b"\\" not in raw else json.loads(b'"' + raw + b'"')
         except ValueError:
-            pass
+            key = None
+        if key is not None:
+            return (key, status.group(1).decode(), *_scores(buf, cut, min(end, cut + _WINDOW)))
     try:
-        rec = json.loads(line)
-        return rec["key"], rec["status"], rec.get("scores") or {}
-    except (ValueError, KeyError, TypeError):
+        rec = json.loads(buf[start:end])
+        scores = rec.get("scores") or {}
+        return rec["key"], rec["status"], _success(scores), _failing(scores)
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _scores(buf: Any, cut: int, stop: int) -> tuple[int | None, int]:
+    """(success, failing) from the text of a scores object: each name found once (the dimensions come
+    before scores.reasons, whose keys repeat their names), its value judged by its first bytes — a
+    dimension lies in [0, 1], so anything but ``1``/``1.0`` or ``null`` is below 1."""
+    success: int | None = None
+    at = buf.find(b'"success": ', cut, stop)
+    if at >= 0 and buf[at + 11:at + 14] != b"nul":
+        m = _VALUE.match(buf, at + 11, stop)
+        success = int(float(m.group(1)) >= 1) if m else None
+    mask = 0
+    for bit, label in _DIMS:
+        at = buf.find(label, cut, stop)
+        if at >= 0:
+            v = buf[at + len(label):at + len(label) + 3]
+            if v != b"nul" and v != b"1.0" and v[:2] not in (b"1,", b"1}"):
+                mask |= bit
+    return success, mask
 
 
 def _success(scores: dict[str, Any]) -> int | None:
