@@ -42,7 +42,8 @@ def main() -> None:
                 rec = json.loads(lines[n % len(lines)])
                 copy = n // len(lines)
                 rec["task_id"] = rec["task_id"].replace("/test/", f"/test/{copy}x")
-                rec["key"] = "|".join([rec["model"], rec["baseline"], rec["topology"], rec["task_id"], str(rec["sample"])])
+                rec["key"] = "|".join([rec["model"], rec["baseline"], rec["topology"], rec["task_id"],
+                                       str(rec["sample"])])
                 fh.write(json.dumps(rec) + "\n")
         size = (big / "episodes.jsonl").stat().st_size
         catalogue = Catalogue(big.parent)
