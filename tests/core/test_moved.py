@@ -31,7 +31,7 @@ def test_a_third_party_suite_of_0_1_sees_one_line():
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 1
     assert last == ("ModuleNotFoundError: topoeval.messages moved to topoeval.core.messages in topoeval 0.2.0 (see "
-                    "docs/architecture.md, 'What moved after 0.1.0'; docs/suites.md lists the imports a suite needs)")
+                    "docs/architecture.md, 'What moved after 0.1.0'; docs/writing-a-suite.md lists the imports a suite needs)")
 
 
 def test_real_modules_are_found_before_the_moved_finder():

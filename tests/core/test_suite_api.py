@@ -1,11 +1,11 @@
-"""The imports docs/suites.md promises suite authors: this test imports exactly those, and the page's
+"""The imports docs/writing-a-suite.md promises suite authors: this test imports exactly those, and the page's
 block lists exactly these."""
 
 import importlib
 import re
 from pathlib import Path
 
-#: module -> names a suite may import (docs/suites.md, "The imports a suite may rely on")
+#: module -> names a suite may import (docs/writing-a-suite.md, "The imports a suite may rely on")
 SUITE_API = {
     "topoeval.core.annotations": ["ArgNames", "ToolAnnotation", "load_model_file"],
     "topoeval.core.answers": ["exact_match", "normalize_answer", "token_f1"],

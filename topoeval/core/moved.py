@@ -54,7 +54,7 @@ MOVED_NAMES = {
 def moved_message(old: str, new: str) -> str:
     """The one line for an old path."""
     return (f"{old} moved to {new} in topoeval 0.2.0 (see docs/architecture.md, 'What moved after 0.1.0'; "
-            "docs/suites.md lists the imports a suite needs)")
+            "docs/writing-a-suite.md lists the imports a suite needs)")
 
 
 def moved_name(package: str, name: str) -> ImportError:
