@@ -1,7 +1,7 @@
 """The viewer served on 127.0.0.1 by the standard library's ``http.server``, in a thread.
 
 Paths (the same ones :mod:`topoeval.view.export` writes): ``/`` the page (``index.html``, ``app.js``,
-``style.css``: package data in ``topoeval/view/static``), ``/data/runs.js``, ``/data/<run>.js``,
+``style.css``: package data beside this module), ``/data/runs.js``, ``/data/<run>.js``,
 ``/data/<run>/<chunk>.js`` (see :mod:`topoeval.view.data`) and ``/files/<run>/<picture>.png``, a
 PNG the run folder already holds. Nothing else of the disk is reachable: a run is named by its id,
 a picture by a name the run's listing holds. It only reads run folders.
@@ -29,7 +29,7 @@ _FILE = re.compile(r"^/files/(r[0-9a-f]{10})/([\w.-]+\.png)$")
 
 def static_file(name: str) -> bytes:
     """One of the page's files, from the package."""
-    return (files("topoeval.view") / "static" / name).read_bytes()
+    return (files("topoeval.view") / name).read_bytes()
 
 
 def _handler(catalogue: Catalogue) -> type[BaseHTTPRequestHandler]:
