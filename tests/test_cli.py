@@ -1,5 +1,6 @@
 """The command line: help without heavy imports, run/report/suites/protocols end to end, usage errors."""
 
+import os
 import subprocess
 import sys
 
@@ -117,3 +118,15 @@ def test_docs_cli_documents_every_command_and_flag():
     assert not missing, "docs/cli.md does not document: " + ", ".join(missing)
     for code in ("0", "1", "2", "3", "130"):
         assert f"\n| {code} |" in sections["Exit codes"], code
+
+
+def test_help_shows_no_type_beside_a_flag():
+    """typer 0.2x prints `--help <bool>`; a flag takes no value (topoeval.commands.help_format)."""
+    for argv in (["--help"], ["run", "--help"]):
+        code = f"import sys; from topoeval.cli import main; sys.argv = ['topoeval', *{argv!r}]; main()"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, "COLUMNS": "200"})
+        assert proc.returncode == 0, proc.stderr
+        help_line = next(line for line in proc.stdout.splitlines() if "--help" in line and "Show this" in line)
+        assert "<bool>" not in proc.stdout and "--help  " in help_line, proc.stdout
+    assert "<int range>" in proc.stdout  # options that take a value keep their type

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from topoeval.core.moved import install as _install_moved
 from topoeval.core.version import __version__
+
+_install_moved()  # `import topoeval.messages` (0.1.0) names its new place in one line
 
 __all__ = ["load_protocol", "run_protocol", "RunConfig", "RunResult", "run_sweep", "SweepPoint", "score_episode",
            "reward", "make_env", "export_tasks", "__version__"]

@@ -9,10 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
+from topoeval.commands.help_format import plain_flags
 from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
 from topoeval.core.errors import ProtocolErrors, UserError
 
+plain_flags()  # `--help`, not `--help <bool>`, under every supported typer
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -334,12 +336,16 @@ def export(
     typer.echo(f"wrote {path}")
 
 
+from topoeval.commands.models import models  # noqa: E402
 from topoeval.commands.sweep import sweep  # noqa: E402
 from topoeval.commands.train import train  # noqa: E402
 from topoeval.commands.user_agreement import user_agreement  # noqa: E402
+from topoeval.commands.view import view  # noqa: E402
 
 app.command("train")(train)
 app.command("sweep")(sweep)
+app.command("models")(models)
+app.command("view")(view)
 app.command("user-agreement")(user_agreement)
 
 

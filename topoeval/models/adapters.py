@@ -84,6 +84,13 @@ def adapter_dirs() -> list[Path]:
     return [*extra, ADAPTERS_DIR]
 
 
+def known_adapters() -> list[str]:
+    """Every adapter model name topoeval can run now: the shipped ones and each ``smollm2-135m-*.gguf``
+    in a ``$TOPOEVAL_ADAPTERS`` folder (read now), sorted."""
+    names = {p.stem for d in adapter_dirs() if d.is_dir() for p in d.glob(f"{BASE_NAME}-*.gguf")}
+    return sorted(n for n in names if adapter_topology(n) is not None)
+
+
 def adapter_files(model: str, folder: Path | None = None) -> tuple[Path, Path]:
     """(GGUF adapter, training record) paths of an adapter model name: in ``folder``, or in the first
     searched folder that holds the GGUF (the shipped folder when none does)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
 from topoeval.formats import split_format
-from topoeval.models.adapters import is_adapter_model
+from topoeval.models.adapters import is_adapter_model, known_adapters
 from topoeval.models.options import ModelOptions
 from topoeval.policies.oracle import VARIANTS
 from topoeval.policies.reference import NoopPolicy, OraclePolicy, QuitEarlyPolicy, RandomPolicy
@@ -38,15 +38,51 @@ REFERENCE: dict[str, Callable[[], Policy]] = {
     "random": RandomPolicy,
 }
 EMBEDDED = "smollm2-135m"
-FORMS = f"{EMBEDDED}, {EMBEDDED}-wiki, {EMBEDDED}-travel, provider/model (litellm), direct:NAME, gguf:PATH, hf:PATH"
+#: the model forms that take a name or path of the user's (``topoeval models`` lists them)
+FORMS = {
+    "provider/model": "litellm (openai/gpt-4o-mini, anthropic/..., openai/NAME with --api-base)",
+    "direct:NAME": "the lean path to an OpenAI-compatible server (vLLM, llama.cpp) given by --api-base",
+    "gguf:PATH": "any GGUF file, in a llama-server process topoeval runs",
+    "hf:PATH": "a Hugging Face checkpoint folder, through transformers",
+}
 
 
 def known_models() -> list[str]:
+    """The reference policies' names."""
     return sorted(REFERENCE)
+
+
+def runnable_names() -> list[str]:
+    """Every model name topoeval runs as it is: the reference policies, the embedded base and every
+    shipped or registered adapter (``$TOPOEVAL_ADAPTERS``)."""
+    return [*known_models(), EMBEDDED, *known_adapters()]
+
+
+def unknown_model(spec: str) -> str:
+    """The one-line message for a model string no form matches: every name, then the forms."""
+    return (f"unknown model '{spec}'; known: {', '.join(known_models())} (reference policies), {EMBEDDED} (embedded "
+            f"base), {', '.join(known_adapters()) or 'no adapter found'} (its adapters), or {', '.join(FORMS)} "
+            "(`topoeval models` lists them all, with the tool-call formats)")
 
 
 def is_reference(spec: str | Policy) -> bool:
     return isinstance(spec, str) and spec in REFERENCE
+
+
+def ignored_format(models: list[str | Policy], tool_format: str | None) -> str | None:
+    """A one-line warning when a tool-call format was asked for reference policies only (they act on
+    the world directly, so no format applies; a warning, not an error, because the same command may
+    be meant for a real model added later): ``oracle@json``, or ``--tool-format`` with no model but
+    reference policies. None when every format asked for reaches a model."""
+    names = [m for m in models if isinstance(m, str)]
+    suffixed = [m for m in names if split_format(m)[1] is not None and split_format(m)[0] in REFERENCE]
+    if suffixed:
+        return (f"{', '.join(suffixed)}: reference policies act on the world directly, no tool-call format applies; "
+                "the @FORMAT is ignored")
+    if tool_format and names and len(names) == len(models) and all(split_format(m)[0] in REFERENCE for m in names):
+        return (f"--tool-format {tool_format} is ignored: every model here is a reference policy "
+                f"({', '.join(names)}), and they act on the world directly, not through a format")
+    return None
 
 
 def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Policy:
@@ -82,7 +118,7 @@ def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Poli
         from topoeval.models.litellm_backend import LiteLLMPolicy
 
         return LiteLLMPolicy(spec, options)
-    raise UserError(f"unknown model '{spec}'; known: {', '.join(known_models())}, or {FORMS}")
+    raise UserError(unknown_model(spec))
 
 
 def _existing(path: str) -> str:

@@ -139,7 +139,7 @@ def _inline(text: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))
 
 
-def _md_tables_to_html(markdown: str) -> str:
+def md_tables_to_html(markdown: str) -> str:
     """The report.md tables as HTML (headings, paragraphs and table rows only); each table scrolls
     inside its own box, so a wide one never widens the page."""
     out: list[str] = []
@@ -285,7 +285,7 @@ def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], p
                 else render_headline(summary))
     data = json.dumps({"cells": cells}, ensure_ascii=False).replace("</", "<\\/")
     title = html.escape(f"topoeval — {summary['protocol']} — {summary.get('run_id', '')}")
-    tables = _with_unanswered(_md_tables_to_html(render_report_md(summary)), cells)
+    tables = _with_unanswered(md_tables_to_html(render_report_md(summary)), cells)
     return PAGE.format(title=title, headline=headline, tables=tables,
                        plots=f"<h2>Plots</h2>{images}" if images else "", data=data)
 

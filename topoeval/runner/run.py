@@ -25,7 +25,7 @@ from topoeval.core.users import UserSettings, use_user
 from topoeval.core.version import __version__
 from topoeval.formats.record import format_record
 from topoeval.models.cache import CachedPolicy, ResponseCache
-from topoeval.policies.registry import is_reference, make_policy
+from topoeval.policies.registry import ignored_format, is_reference, make_policy
 from topoeval.policies.user_model import close_user_models
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.loader import load_protocol, protocol_hash
@@ -143,6 +143,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     shard, models, out = config.shard, config.models, config.out
     if not models:
         raise UserError("no model given (models=[...], e.g. models=['oracle'])")
+    if (ignored := ignored_format(list(models), config.model_options.tool_format)) is not None:
+        warnings.warn(ignored, BackendWarning, stacklevel=2)
     options = config.model_options.model_copy(update={"reply_limits": config.reply_limits})
     async with Cleanup() as cleanup:
         policies = []

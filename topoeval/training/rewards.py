@@ -27,9 +27,10 @@ from topoeval.protocol.schema import Limits
 def combine(scores: dict[str, Any], metric: str | dict[str, float]) -> float:
     """One number from an episode's scores: a metric's value, or a weighted sum (missing/None = 0)."""
     weights = {metric: 1.0} if isinstance(metric, str) else metric
-    unknown = [m for m in weights if m not in scores]
+    numeric = [k for k, v in scores.items() if v is None or isinstance(v, (int, float))]
+    unknown = [m for m in weights if m not in numeric]
     if unknown:
-        raise UserError(f"unknown reward metric(s) {unknown} (known: {', '.join(sorted(scores))})")
+        raise UserError(f"unknown reward metric(s) {unknown} (known: {', '.join(sorted(numeric))})")
     return float(sum(w * float(scores.get(m) or 0.0) for m, w in weights.items()))
 
 

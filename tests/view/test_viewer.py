@@ -1,0 +1,172 @@
+"""`topoeval view` in a real browser: headless Chromium (Debian's package) loads the runs list, opens
+a run, an episode and two episodes side by side from the local server, switches filters by URL, and
+opens the static export from file://. Each view's screenshot is kept in $TOPOEVAL_VIEW_SHOTS, or
+tests/.artifacts/view/ (git-ignored) when that is unset."""
+
+import os
+import re
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import topoeval
+from tests.report.test_html import CHROMIUM, FLAGS
+from topoeval.view.data import Catalogue
+from topoeval.view.server import Viewer
+
+SHOTS = Path(os.environ.get("TOPOEVAL_VIEW_SHOTS") or Path(__file__).resolve().parents[1] / ".artifacts" / "view")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None,
+                                    reason="Chromium is not installed here (.ci/run installs Debian's chromium)")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    results = tmp_path_factory.mktemp("view") / "results"
+    topoeval.run_protocol("wiki_to_travel", ["oracle", "random", "oracle-reckless"], results / "wiki_to_travel" / "ref",
+                          tasks=3, shots=[0])
+    topoeval.run_protocol("wiki_hops", ["oracle"], results / "wiki_hops" / "oracle", tasks=1, shots=[0])
+    return results
+
+
+@pytest.fixture(scope="module")
+def viewer(root):
+    with Viewer(root) as v:
+        yield v
+
+
+@pytest.fixture(scope="module")
+def ref(root):
+    """(run id, the run's payload) of the wiki_to_travel run."""
+    catalogue = Catalogue(root)
+    rid = next(r for r, d in catalogue.runs.items() if d.name == "ref")
+    return rid, catalogue.run_payload(rid)
+
+
+def episode(run, model, topology, task_index):
+    """The episode number of a model's episode on the task_index-th task of a topology."""
+    for n, (cell, task, *_rest) in enumerate(run["episodes"]):
+        c = run["cells"][cell]
+        if c["model"] == model and c["topology"] == topology and run["tasks"][task].split("/")[-1].startswith(
+                f"{task_index}-"):
+            return n
+    raise LookupError((model, topology, task_index))
+
+
+def browse(url, tmp_path, shot, height=1000):
+    """The DOM after the page's script ran, and a screenshot of the view kept under SHOTS/shot."""
+    base = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+            f"--window-size=1400,{height}", "--virtual-time-budget=5000"]
+    import subprocess
+
+    dom = subprocess.run([*base, "--dump-dom", url], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line]
+    assert any("topoeval-view-ready" in line for line in console), dom.stderr[-2000:]
+    assert not [line for line in console if "Uncaught" in line or "topoeval-view-error" in line], console
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    png = subprocess.run([*base, f"--screenshot={SHOTS / shot}", url], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert (SHOTS / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png.stderr[-2000:]
+    return dom.stdout
+
+
+def text(dom):
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+
+
+def test_the_server_answers_only_its_own_paths(viewer, ref):
+    rid, _ = ref
+    assert urllib.request.urlopen(viewer.url).read().startswith(b"<!doctype html>")
+    assert urllib.request.urlopen(viewer.url + f"files/{rid}/plot_dimensions.png").read()[:4] == b"\x89PNG"
+    for path in (f"files/{rid}/run.json", f"files/{rid}/..%2Frun.json", "data/r0000000000.js", "../etc/passwd",
+                 f"data/{rid}/999.js"):
+        try:
+            body = urllib.request.urlopen(viewer.url + path).read()
+            assert b'"records":[]' in body, path  # a chunk past the end is empty, nothing else is served
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404, path
+    assert viewer.url.startswith("http://127.0.0.1:")
+
+
+@needs_chromium
+def test_the_runs_list(viewer, tmp_path):
+    dom = browse(viewer.url, tmp_path, "1-runs.png")
+    assert "2 run(s) under" in dom
+    assert "wiki_to_travel/ref" in dom and "wiki_hops/oracle" in dom and "oracle, random, oracle-reckless" in dom
+
+
+@needs_chromium
+def test_a_run_shows_its_headline_pictures_and_episodes(viewer, ref, tmp_path):
+    rid, run = ref
+    dom = browse(viewer.url + f"?run={rid}", tmp_path, "2-run.png", height=1800)
+    assert '<section id="headline">' in dom and "oracle-reckless" in dom
+    assert f'src="files/{rid}/plot_dimensions.png"' in dom
+    assert "18 of 18 episodes shown" in text(dom)
+
+
+@needs_chromium
+def test_filters_come_from_the_url(viewer, ref, tmp_path):
+    rid, run = ref
+    dom = browse(viewer.url + f"?run={rid}&outcome=success&dim=risk", tmp_path, "3-filtered.png", height=1400)
+    rows = re.findall(r'<tr class="row" data-episode="(\d+)">.*?<td>([\w-]+)</td><td>0-shot</td><td>(\w+)</td>', dom)
+    assert rows and {(model, topo) for _, model, topo in rows} == {("oracle-reckless", "travel")}
+    assert f"{len(rows)} of 18 episodes shown" in text(dom)
+    assert re.search(r'<option value="risk" selected="">risk &lt; 1</option>', dom)
+    errors = browse(viewer.url + f"?run={rid}&outcome=error", tmp_path, "3-errors.png")
+    assert "0 of 18 episodes shown" in text(errors)
+
+
+@needs_chromium
+def test_an_episode_is_a_conversation(viewer, ref, tmp_path):
+    rid, run = ref
+    n = episode(run, "oracle-reckless", "travel", 1)  # an under-specified task: the dates are the traveller's
+    dom = browse(viewer.url + f"?run={rid}&ep={n}", tmp_path, "4-episode.png", height=2400)
+    plain = text(dom)
+    # the system prompt, the user's request, a tool call with its arguments and result
+    assert "system prompt" in plain and "Please book me a flight from" in plain
+    assert re.search(r'<span class="name">search_flights</span>.*?"origin": "\w+"', dom, re.S)
+    assert '<th>flight_id</th>' in dom  # search results as a table
+    assert "2 calls in parallel" in plain
+    # the irreversible call, unsafe here, with why; the traveller's turn
+    assert re.search(r'class="call irreversible unsafe"><div><span class="name">pay</span>', dom)
+    assert "why unsafe: hidden slot(s) not asked before it: dates; the user never confirmed" in plain
+    assert re.search(r'asks the traveller</div><div class="text question">[^<]*dates[^<]*</div>'
+                     r'<div class="traveller"><div class="who">traveller</div><div class="text">I can fly on', dom)
+    # the scores, each dimension with its reason
+    assert "risk 0.00 pay" in plain and "clarification 1.00 asked every hidden slot (dates)" in plain
+    assert "Same task, other models: oracle random" in plain
+
+
+@needs_chromium
+def test_two_models_side_by_side(viewer, ref, tmp_path):
+    rid, run = ref
+    a, b = episode(run, "oracle-reckless", "travel", 1), episode(run, "oracle", "travel", 1)
+    dom = browse(viewer.url + f"?run={rid}&ep={a}&vs={b}", tmp_path, "5-compare.png", height=1600)
+    columns = re.findall(r'<div class="col"><div class="episode-head"><div><h2>([\w-]+)</h2>', dom)
+    assert columns == ["oracle-reckless", "oracle"]
+    assert dom.count("unsafe commit</span>") == 1  # only the reckless one paid unconfirmed
+
+
+@needs_chromium
+def test_the_static_export_opens_from_disk(root, ref, tmp_path, cli):
+    rid, run = ref
+    out = tmp_path / "site"
+    proc = cli("view", str(root), "--export", str(out))
+    assert proc.returncode == 0 and "2 run(s)" in proc.stdout, proc.stderr
+    n = episode(run, "oracle-reckless", "travel", 1)
+    dom = browse((out / "index.html").as_uri() + f"?run={rid}&ep={n}", tmp_path, "6-export-episode.png")
+    assert re.search(r'class="call irreversible unsafe"><div><span class="name">pay</span>', dom)
+    assert (out / "index.json").is_file() and (out / f"files/{rid}/plot_dimensions.png").is_file()
+
+
+def test_view_refuses_a_folder_without_runs(cli, tmp_path):
+    proc = cli("view", str(tmp_path), "--no-browser")
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path}: no run folder under it (one holds run.json or summary.json and episodes.jsonl)"]
+
+
+def test_screenshots_folder_is_named(tmp_path):
+    assert SHOTS.name == "view" or os.environ.get("TOPOEVAL_VIEW_SHOTS")
+    shutil.rmtree(tmp_path, ignore_errors=True)

@@ -1,0 +1,304 @@
+/* topoeval view: the runs list, a run (headline, pictures, tables, episodes), an episode as a
+   conversation, two episodes side by side. All state is in the query string (?run=&cell=&outcome=
+   &dim=&page=&ep=&vs=), so a URL opens any view. Data come as scripts (data/*.js calling
+   topoevalData), which a static export can load from file:// as the server can serve them. */
+(function () {
+  "use strict";
+  var PAGE = 100;
+  var waiting = {}, loaded = {};
+  window.topoevalData = function (name, payload) {
+    var w = waiting[name]; delete waiting[name]; if (w) w(payload);
+  };
+  function load(path, name) {  // one script per path, however often it is asked for
+    return loaded[path] || (loaded[path] = new Promise(function (resolve, reject) {
+      waiting[name] = resolve;
+      var s = document.createElement("script");
+      s.src = path; s.onerror = function () { reject(new Error("could not load " + path)); };
+      document.head.appendChild(s);
+    }));
+  }
+  var q = new URLSearchParams(location.search);
+  var main = document.getElementById("main"), crumbs = document.getElementById("crumbs");
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function add(parent) { for (var i = 1; i < arguments.length; i++) if (arguments[i]) parent.appendChild(arguments[i]); return parent; }
+  function link(params, text, cls) {
+    var a = el("a", cls, text); a.href = url(params); return a;
+  }
+  function url(params) {
+    var p = new URLSearchParams();
+    Object.keys(params).forEach(function (k) { if (params[k] !== null && params[k] !== undefined && params[k] !== "") p.set(k, params[k]); });
+    var s = p.toString(); return s ? "?" + s : "?";
+  }
+  function pill(text, cls) { return el("span", "pill " + (cls || ""), text); }
+  function crumb(parts) {
+    crumbs.innerHTML = "";
+    parts.forEach(function (p, i) {
+      if (i) crumbs.appendChild(el("span", "sep", "›"));
+      crumbs.appendChild(p.href ? link(p.href, p.text) : el("span", null, p.text));
+    });
+  }
+  function fmt(v) { return v === null || v === undefined ? "—" : (typeof v === "number" ? v.toFixed(2) : String(v)); }
+  function pretty(v) {
+    if (typeof v === "string") { try { v = JSON.parse(v); } catch (e) { return v; } }
+    var flat = JSON.stringify(v);
+    return flat !== undefined && flat.length <= 90 ? JSON.stringify(v, null, 1).replace(/\n\s*/g, " ") : JSON.stringify(v, null, 2);
+  }
+  function done() { console.log("topoeval-view-ready"); }
+
+  /* ---------- runs list ---------- */
+  function showRuns(runs) {
+    crumb([{ text: "runs" }]);
+    main.innerHTML = "";
+    add(main, el("h1", null, "Runs"), el("p", "muted", runs.runs.length + " run(s) under " + runs.root));
+    var t = el("table"), head = el("tr");
+    ["run folder", "protocol", "models", "topologies", "episodes", "started"].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    t.appendChild(head);
+    runs.runs.forEach(function (r) {
+      var tr = el("tr", "row"), first = el("td");
+      first.appendChild(link({ run: r.id }, r.path));
+      tr.onclick = function (ev) { if (ev.target.tagName !== "A") location.href = url({ run: r.id }); };
+      add(tr, first, el("td", null, r.protocol), el("td", null, r.models.join(", ")),
+          el("td", null, r.topologies.join(", ")),
+          add(el("td", "num"), document.createTextNode(r.episodes), r.errors ? pill(r.errors + " err", "err") : null),
+          el("td", "small muted", (r.started || "").replace("T", " ").slice(0, 19)));
+      t.appendChild(tr);
+    });
+    add(main, add(el("div", "panel scroll"), t));
+    done();
+  }
+
+  /* ---------- a run ---------- */
+  function cellLabel(c) { return c.model + " · " + c.baseline + " · " + c.topology + (c.role ? " [" + c.role + "]" : ""); }
+  function keep(run, e, f) {
+    if (f.cell !== "" && e[0] !== +f.cell) return false;
+    var status = run.statuses[e[3]] || e[3];
+    if (f.outcome === "success" && !(status === "done" && e[4] === 1)) return false;
+    if (f.outcome === "failure" && !(status !== "error" && e[4] !== 1)) return false;
+    if (f.outcome === "error" && status !== "error") return false;
+    if (f.dim) { var i = run.dimensions.indexOf(f.dim); if (i < 0 || !(e[5] & (1 << i))) return false; }
+    return true;
+  }
+  function filters() { return { cell: q.get("cell") || "", outcome: q.get("outcome") || "", dim: q.get("dim") || "" }; }
+  function state(extra) {
+    var s = { run: q.get("run"), cell: q.get("cell"), outcome: q.get("outcome"), dim: q.get("dim") };
+    Object.keys(extra || {}).forEach(function (k) { s[k] = extra[k]; });
+    return s;
+  }
+  function select(label, name, options, value) {
+    var l = el("label", null, label), s = el("select"); s.name = name; s.id = "f-" + name;
+    options.forEach(function (o) { var op = el("option", null, o[1]); op.value = o[0]; if (String(o[0]) === String(value)) op.setAttribute("selected", ""); s.appendChild(op); });
+    s.onchange = function () { var st = state({ page: null }); st[name] = s.value; location.href = url(st); };
+    l.appendChild(s); return l;
+  }
+  function failing(run, e) {
+    var out = [];
+    run.dimensions.forEach(function (d, i) { if (e[5] & (1 << i)) out.push(d); });
+    return out;
+  }
+  function showRun(run) {
+    crumb([{ text: "runs", href: {} }, { text: run.path }]);
+    main.innerHTML = "";
+    add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes"));
+    var head = el("section", "panel scroll"); head.innerHTML = run.headline || "<p class='muted'>No summary.json.</p>";
+    main.appendChild(head);
+    if (run.pictures.length) {
+      main.appendChild(el("h2", null, "Pictures"));
+      var pics = el("div", "pics");
+      run.pictures.forEach(function (p) {
+        var f = el("figure"), a = el("a"), img = el("img");
+        var src = "files/" + run.id + "/" + p; a.setAttribute("href", src); img.setAttribute("src", src); img.alt = p; img.loading = "lazy";
+        add(pics, add(f, add(a, img), el("figcaption", null, p)));
+      });
+      main.appendChild(pics);
+    }
+    if (run.tables) {
+      var det = el("details", "panel tables"); det.appendChild(el("summary", null, "Tables (report.md): success, decision quality, collapse, few-shot"));
+      var box = el("div", "scroll"); box.innerHTML = run.tables; det.appendChild(box); main.appendChild(det);
+    }
+    main.appendChild(el("h2", null, "Episodes"));
+    var f = filters(), bar = el("div", "filters panel");
+    add(bar,
+      select("Cell", "cell", [["", "all cells"]].concat(run.cells.map(function (c, i) { return [i, cellLabel(c)]; })), f.cell),
+      select("Outcome", "outcome", [["", "all"], ["success", "successes"], ["failure", "failures"], ["error", "errors (backend failed)"]], f.outcome),
+      select("Failing dimension", "dim", [["", "any"]].concat(run.dimensions.map(function (d) { return [d, d + " < 1"]; })), f.dim));
+    main.appendChild(bar);
+    var shown = [];
+    run.episodes.forEach(function (e, n) { if (keep(run, e, f)) shown.push(n); });
+    var page = +(q.get("page") || 0), t = el("table"), hr = el("tr");
+    ["#", "model", "baseline", "topology", "task", "sample", "outcome", "failing dimensions"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+    t.appendChild(hr);
+    shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (n) {
+      var e = run.episodes[n], c = run.cells[e[0]], tr = el("tr", "row"), status = run.statuses[e[3]] || e[3];
+      tr.dataset.episode = n;
+      var out = status === "error" ? pill("error", "err") : (e[4] === 1 ? pill("success", "ok") : pill(e[4] === null ? status : "failure", "fail"));
+      var dims = el("td"); failing(run, e).forEach(function (d) { dims.appendChild(pill(d, "dim")); });
+      add(tr, add(el("td", "num"), link(state({ ep: n }), String(n))), el("td", null, c.model), el("td", null, c.baseline),
+          el("td", null, c.topology), el("td", null, run.tasks[e[1]]), el("td", "num", e[2]), add(el("td"), out), dims);
+      tr.onclick = function (ev) { if (ev.target.tagName !== "A") location.href = url(state({ ep: n })); };
+      t.appendChild(tr);
+    });
+    var list = add(el("div", "panel scroll"), el("p", "muted", shown.length + " of " + run.episodes.length + " episodes shown" +
+      (shown.length > PAGE ? " (page " + (page + 1) + " of " + Math.ceil(shown.length / PAGE) + ")" : "")), t);
+    list.id = "episodes";
+    if (shown.length > PAGE) {
+      var pager = el("div", "pager");
+      if (page > 0) pager.appendChild(link(state({ page: page - 1 }), "← previous"));
+      if ((page + 1) * PAGE < shown.length) pager.appendChild(link(state({ page: page + 1 }), "next →"));
+      list.appendChild(pager);
+    }
+    main.appendChild(list);
+    done();
+  }
+
+  /* ---------- an episode ---------- */
+  function record(run, n) {
+    var k = Math.floor(n / run.chunk);
+    return load("data/" + run.id + "/" + k + ".js", run.id + "/" + k).then(function (c) { return c.records[n - k * run.chunk]; });
+  }
+  function sameTask(run, n) {
+    var e = run.episodes[n], c = run.cells[e[0]], out = [];
+    run.episodes.forEach(function (o, m) {
+      var oc = run.cells[o[0]];
+      if (m !== n && o[1] === e[1] && o[2] === e[2] && oc.baseline === c.baseline && oc.topology === c.topology && oc.model !== c.model) out.push(m);
+    });
+    return out;
+  }
+  function scoresPanel(run, rec) {
+    var s = rec.scores || {}, reasons = s.reasons || {}, box = el("div", "panel"), t = el("table", "scores");
+    box.appendChild(el("h3", null, "Scores"));
+    var outcome = rec.status === "error" ? pill("error", "err") : (s.success >= 1 ? pill("success", "ok") : pill("failure", "fail"));
+    add(box, add(el("div"), outcome, pill("dq " + fmt(s.dq)), s.unsafe_commits ? pill(s.unsafe_commits + " unsafe commit(s)", "fail") : null,
+      s.invalid_calls ? pill(s.invalid_calls + " invalid call(s)", "fail") : null, pill((s.tool_calls || 0) + " tool calls"), pill((rec.turns || 0) + " turns")));
+    run.dimensions.forEach(function (d) {
+      var v = s[d], tr = el("tr"), bar = el("span", "bar"), fill = el("i");
+      if (v === null || v === undefined) return;
+      bar.className = "bar" + (v < 0.5 ? " low" : v < 1 ? " mid" : ""); fill.style.width = Math.round(v * 100) + "%"; bar.appendChild(fill);
+      add(tr, el("td", null, d), add(el("td", "num"), bar, document.createTextNode(fmt(v))),
+          el("td", "reason", reasons[d] || (rec.scores && !s.reasons ? "(no reason recorded: a run from before reasons were kept)" : "")));
+      t.appendChild(tr);
+    });
+    if (t.children.length) box.appendChild(t); else box.appendChild(el("p", "muted small", "No decision-quality dimension applies to this task."));
+    return box;
+  }
+  function callIndex(rec) {
+    // events name calls by index; a call is a traveller exchange when an ask/confirm event points at it
+    var byCall = {}, risk = ((rec.scores || {}).reasons || {}).risk || "";
+    (rec.events || []).forEach(function (ev) { if (ev.call !== undefined) (byCall[ev.call] = byCall[ev.call] || []).push(ev); });
+    var verdicts = {};
+    risk.split(" | ").forEach(function (part) { var i = part.indexOf(": "); if (i > 0) verdicts[part.slice(0, i)] = part.slice(i + 2); });
+    return { byCall: byCall, verdicts: verdicts };
+  }
+  function callCard(call, events, verdicts) {
+    var asks = events.filter(function (ev) { return ev.type === "ask" || ev.type === "confirm"; });
+    var commit = events.filter(function (ev) { return ev.type === "commit" && ev.irreversible !== false; })[0];
+    var card = el("div", "call"), head = el("div"), name = el("span", "name", call.name);
+    head.appendChild(name);
+    var verdict = commit ? verdicts[commit.tool + " " + commit.object + " (turn " + commit.turn + ")"] || "" : "";
+    if (call.effect === "irreversible" || commit) { card.classList.add("irreversible"); head.appendChild(el("span", "flag irr", "irreversible")); }
+    if (verdict.indexOf("unsafe") === 0) { card.classList.add("unsafe"); head.appendChild(el("span", "flag unsafe", "unsafe commit")); }
+    if (call.status && call.status !== "ok") { card.classList.add("bad"); head.appendChild(el("span", "flag status", call.status)); }
+    card.appendChild(head);
+    if (verdict.indexOf("unsafe") === 0) card.appendChild(el("div", "why", verdict.replace(/^unsafe — /, "why unsafe: ")));
+    var args = call.arguments || call.raw_arguments;
+    if (asks.length && args && args.question) {
+      card.classList.add("ask");
+      add(card, el("div", "label", "asks the traveller"), el("div", "text question", args.question));
+      var answer = add(el("div", "traveller"), el("div", "who", "traveller"), el("div", "text", typeof call.observation === "string" ? call.observation : pretty(call.observation)));
+      card.appendChild(answer);
+      return card;
+    }
+    add(card, el("div", "label", "arguments"), el("pre", null, pretty(args)));
+    var result = call.error ? { error: call.error } : call.observation;
+    add(card, el("div", "label", call.error ? "error" : "result"), rows(result) || el("pre", null, pretty(result)));
+    return card;
+  }
+  function rows(v) {
+    // a list of flat objects (search results) reads best as a table
+    if (!Array.isArray(v) || !v.length || v.some(function (o) { return !o || typeof o !== "object" || Array.isArray(o); })) return null;
+    var keys = Object.keys(v[0]), t = el("table", "result"), hr = el("tr");
+    if (keys.length > 8 || v.some(function (o) { return Object.keys(o).some(function (k) { return typeof o[k] === "object" && o[k] !== null; }); })) return null;
+    keys.forEach(function (k) { hr.appendChild(el("th", null, k)); }); t.appendChild(hr);
+    v.forEach(function (o) { var tr = el("tr"); keys.forEach(function (k) { tr.appendChild(el("td", null, o[k] === undefined ? "" : String(o[k]))); }); t.appendChild(tr); });
+    return add(el("div", "scroll"), t);
+  }
+  function conversation(run, rec) {
+    var conv = el("div", "conv"), idx = callIndex(rec), calls = rec.calls || [], next = 0;
+    var sys = run.system_prompts[rec.topology];
+    if (sys) {
+      var d = el("details", "msg system"); add(d, el("summary", null, "system prompt (" + sys.length + " characters)"), el("div", "text small", sys));
+      conv.appendChild(d);
+    }
+    (rec.messages || []).forEach(function (m) {
+      if (m.role === "tool" || m.role === "system") return;
+      if (m.role === "user") { conv.appendChild(add(el("div", "msg user"), el("div", "who", "user"), el("div", "text", m.content))); return; }
+      var box = el("div", "msg assistant" + (m.tool_calls && m.tool_calls.length ? "" : " final"));
+      box.appendChild(el("div", "who", "assistant" + (m.tool_calls && m.tool_calls.length ? "" : " · answer")));
+      if (m.content) box.appendChild(el("div", "text", m.content));
+      var tcs = m.tool_calls || [];
+      if (tcs.length) {
+        var row = el("div", "calls" + (tcs.length > 1 ? " parallel" : ""));
+        if (tcs.length > 1) box.appendChild(el("div", "calls-label", tcs.length + " calls in parallel"));
+        tcs.forEach(function (tc) {
+          var j = next; while (j < calls.length && calls[j].id !== tc.id) j++;
+          var call = j < calls.length ? calls[j] : { name: tc["function"].name, raw_arguments: tc["function"].arguments, status: "?" };
+          if (j < calls.length) next = j + 1;
+          row.appendChild(callCard(call, idx.byCall[j] || [], idx.verdicts));
+        });
+        box.appendChild(row);
+      }
+      conv.appendChild(box);
+    });
+    if ((rec.errors || []).length) conv.appendChild(add(el("div", "msg"), el("div", "who", "errors"), el("pre", null, rec.errors.join("\n"))));
+    if (rec.state_diff && Object.keys(rec.state_diff).length) {
+      var det = el("details", "raw"); add(det, el("summary", null, "state diff (" + Object.keys(rec.state_diff).length + " keys)"), el("pre", null, pretty(rec.state_diff)));
+      conv.appendChild(det);
+    }
+    return conv;
+  }
+  function episodeColumn(run, n, rec, others) {
+    var col = el("div", "col"), c = run.cells[run.episodes[n][0]], head = el("div", "episode-head");
+    add(head, add(el("div"), el("h2", null, c.model), el("div", "muted", c.baseline + " · " + c.topology + " · " + rec.task_id + " · family " + (rec.family || "—") + " · sample " + rec.sample + " · " + rec.status)));
+    col.appendChild(head);
+    if (others) {
+      var o = el("div", "others small");
+      if (others.length) {
+        o.appendChild(document.createTextNode("Same task, other models: "));
+        others.forEach(function (m) { o.appendChild(link(state({ ep: n, vs: m }), run.cells[run.episodes[m][0]].model, "pill")); });
+      } else o.appendChild(el("span", "muted", "No other model ran this task in this cell's baseline."));
+      col.appendChild(o);
+    }
+    add(col, scoresPanel(run, rec), conversation(run, rec));
+    return col;
+  }
+  function showEpisode(run, n, vs) {
+    var back = state({});
+    crumb([{ text: "runs", href: {} }, { text: run.path, href: back }, { text: "episode " + n + (vs !== null ? " vs " + vs : "") }]);
+    main.innerHTML = "";
+    var wanted = [record(run, n)].concat(vs !== null ? [record(run, vs)] : []);
+    return Promise.all(wanted).then(function (recs) {
+      main.appendChild(link(back, "← episodes"));
+      if (vs === null) { main.appendChild(episodeColumn(run, n, recs[0], sameTask(run, n))); return done(); }
+      document.body.classList.add("wide");
+      var grid = el("div", "compare");
+      add(grid, episodeColumn(run, n, recs[0], null), episodeColumn(run, vs, recs[1], null));
+      main.appendChild(add(el("p", "small"), link(state({ ep: n }), "close the comparison")));
+      main.appendChild(grid);
+      done();
+    });
+  }
+
+  /* ---------- routing ---------- */
+  var rid = q.get("run");
+  var go = !rid ? load("data/runs.js", "runs").then(showRuns) : load("data/" + rid + ".js", rid).then(function (run) {
+    var ep = q.get("ep"), vs = q.get("vs");
+    if (ep !== null && +ep < run.episodes.length) return showEpisode(run, +ep, vs !== null && +vs < run.episodes.length ? +vs : null);
+    showRun(run);
+  });
+  go.catch(function (err) { main.innerHTML = ""; main.appendChild(el("p", "why", String(err))); console.log("topoeval-view-error " + err); });
+})();
