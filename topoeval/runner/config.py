@@ -68,7 +68,9 @@ class RunConfig(BaseModel):
     trained_on: list[Path] = Field(default_factory=list, description=(
         "`topoeval export` folders the models were trained on: evaluated tasks found in them are warned about."))
     shard: Shard | None = Field(default=None, description="Run only this shard (``i/n``) of the episodes.")
-    workers: int | None = Field(default=None, ge=0, description="Local worker processes (0: one per CPU core).")
+    workers: int | None = Field(default=None, ge=0, description=(
+        "Local worker processes (0: one per CPU core); None: chosen by runner.workers.auto_workers (1, or several "
+        "sharing the concurrency for direct: models at concurrency >= 128)."))
     executor: Executor = Field(default=Executor.local, description="local processes, or Ray tasks.")
     progress: bool = Field(default=False, description="Show a progress bar.")
     user_model: str | None = Field(default=None, description=(
