@@ -148,11 +148,14 @@ def run_protocol(protocol: RunConfig | Protocol | str | Path, models: list[str |
     :func:`merge_runs`); ``workers`` runs K local processes (0: one per core) and ``executor="ray"``
     Ray tasks, each merged at the end into what an unsharded call writes.
     """
+    from topoeval.runner.workers import auto_workers
+
     config = RunConfig.build(protocol, models, out, **settings)
-    if config.executor == Executor.ray or (config.workers is not None and config.workers != 1):
+    auto = auto_workers(config)  # workers not given: more than 1 only for direct: models at high concurrency
+    if config.executor == Executor.ray or (config.workers is not None and config.workers != 1) or auto > 1:
         if config.shard is not None:
             raise UserError("shard runs one shard in this process; give shard or workers / executor='ray', not both")
-        return _run_parallel(config)
+        return _run_parallel(config, auto)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(arun_protocol(config))
 
@@ -168,10 +171,10 @@ async def arun_protocol(protocol: RunConfig | Protocol | str | Path, models: lis
         run.release()
 
 
-def _run_parallel(config: RunConfig) -> RunResult:
+def _run_parallel(config: RunConfig, auto: int = 1) -> RunResult:
     """The run folder set up here (run.json, plan.json, the preflight), the shards run by worker
-    processes or Ray tasks, then merged here."""
-
+    processes or Ray tasks, then merged here. ``auto``: the processes :func:`auto_workers` chose (they
+    share the run's concurrency), when ``workers`` was not given."""
     started = time.perf_counter()
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         prepared = runner.run(arun_episodes(config, plan_only=True, hold_lock=True))
@@ -180,26 +183,28 @@ def _run_parallel(config: RunConfig) -> RunResult:
     # merging takes it whole again
     prepared.release()
     with lock_run(run_dir, "run", shard="workers"):
-        return _run_shards(config, prepared, run_dir, started)
+        return _run_shards(config, prepared, run_dir, started, auto)
 
 
-def _run_shards(config: RunConfig, prepared: EpisodeRun, run_dir: Path, started: float) -> RunResult:
+def _run_shards(config: RunConfig, prepared: EpisodeRun, run_dir: Path, started: float, auto: int) -> RunResult:
     """The shards of a prepared run folder, run by worker processes or Ray tasks, then merged."""
-    from topoeval.runner.workers import run_local_workers, worker_count
+    from topoeval.runner.workers import DIRECT_DEFAULT_CONCURRENCY, run_local_workers, worker_count
 
     reused = len(finished_keys(run_dir) & set(prepared.planned))
     # the workers get the protocol as run here (no path to resolve again), absolute folders and the run
     # folder itself; the contamination check ran here, once
     worker_config = config.model_copy(update={
         "protocol": prepared.protocol, "out": run_dir, "trained_on": [], "progress": False, "workers": None,
-        "executor": Executor.local, "suites_dirs": [Path(d).resolve() for d in config.suites_dirs]})
+        "executor": Executor.local, "suites_dirs": [Path(d).resolve() for d in config.suites_dirs],
+        **({"concurrency": max(1, (config.concurrency or DIRECT_DEFAULT_CONCURRENCY) // auto)} if auto > 1 else {})})
     episodes_started = time.perf_counter()
     if config.executor == Executor.ray:
         from topoeval.runner.ray_executor import run_on_ray
 
         outcomes = run_on_ray(worker_config, run_dir, config.workers or None)
     else:
-        outcomes = run_local_workers(worker_config, run_dir, worker_count(config.workers), progress=config.progress)
+        outcomes = run_local_workers(worker_config, run_dir, auto if auto > 1 else worker_count(config.workers),
+                                     progress=config.progress)
     episodes_s = time.perf_counter() - episodes_started
     failed = [o for o in outcomes if o.failure]
     if failed:

@@ -76,7 +76,8 @@ def run(
         help="Run only shard i/n of the episodes (e.g. 2/4), into episodes.shard-i-of-n.jsonl; then `topoeval "
              "merge`.")] = None,
     workers: Annotated[int | None, typer.Option(
-        min=0, help="Run the episodes in K local processes (0: one per core), merged at the end.")] = None,
+        min=0, help="Run the episodes in K local processes (0: one per core), merged at the end. Not given: 1, or for "
+                    "direct: models at --concurrency >= 128 one per 128 concurrent episodes, sharing it.")] = None,
     executor: Annotated[Executor, typer.Option(
         help="With ray, shards run as Ray tasks (RAY_ADDRESS, else a local Ray); needs "
              "topoeval[ray].")] = Executor.local,

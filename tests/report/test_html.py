@@ -168,3 +168,23 @@ def test_chromium_filters_a_cell_to_its_episodes_with_unanswered_questions(run_d
     console_lines(proc)
     items = re.findall(r'<li class="\w+" data-episode="\d+">(travel/test/\d+-\w+) ', proc.stdout)
     assert want and items == want and f"{len(want)} shown" in proc.stdout
+
+
+def test_the_browser_keeps_a_bounded_sample_of_a_stream():
+    """Read once, the browser keeps per cell the first episodes by task index and sample — the ones a sort
+    of every episode would have given — and counts the rest without keeping them."""
+    import random
+
+    from topoeval.report.html import EpisodeSample
+
+    records = [{"model": "m", "baseline": "0-shot", "topology": t, "task_id": f"wiki/test/{i}-x", "sample": s,
+                "status": "done", "messages": [], "calls": [], "scores": {"success": 1.0}}
+               for t in ("a", "b") for i in range(40) for s in range(3)]
+    random.Random(0).shuffle(records)
+    sample = EpisodeSample(limit=7)
+    for r in iter(records):
+        sample.add(r)
+    total, kept = sample.cell(("m", "0-shot", "a"))
+    first = sorted((r for r in records if r["topology"] == "a"), key=lambda r: (task_order(r["task_id"]), r["sample"]))
+    assert total == 120 and len(sample.kept[("m", "0-shot", "a")]) == 7
+    assert [(e["task_id"], e["sample"]) for e in kept] == [(r["task_id"], r["sample"]) for r in first[:7]]

@@ -107,3 +107,67 @@ def test_sigterm_stops_every_worker_and_keeps_their_episodes(tmp_path, echo_prot
     assert f"({80 - len(kept)} new episodes, {len(kept)} resumed)" in res.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert sum(c["n_episodes"] for c in summary["cells"]) == 80
+
+
+# --- workers not given: auto_workers ------------------------------------------------------------------
+
+def _config(models, **settings):
+    from topoeval.runner.config import RunConfig
+
+    return RunConfig.build("wiki_hops", models, None, **settings)
+
+
+def test_auto_workers_splits_only_direct_models_at_high_concurrency():
+    from topoeval.runner.workers import auto_workers
+
+    direct = ["direct:a", "direct:b"]
+    assert auto_workers(_config(direct, concurrency=256), cores=8) == 2
+    assert auto_workers(_config(direct, concurrency=1024), cores=8) == 7  # one core left
+    assert auto_workers(_config(direct, concurrency=256), cores=2) == 1  # 2 workers on 2 cores ran slower
+    assert auto_workers(_config(direct), cores=8) == 1  # the direct default, 64
+    assert auto_workers(_config(direct, concurrency=127), cores=8) == 1
+    assert auto_workers(_config(["oracle"], concurrency=256), cores=8) == 1  # no server to wait on
+    assert auto_workers(_config(["direct:a", "oracle"], concurrency=256), cores=8) == 1
+    assert auto_workers(_config(direct, concurrency=256, workers=1), cores=8) == 1  # the user chose
+    assert auto_workers(_config(direct, concurrency=256, shard="1/2"), cores=8) == 1
+
+
+class _Answers(__import__("tests.chat_server", fromlist=["ThreadedChatServer"]).ThreadedChatServer):
+    """Answers every request at once with a final answer, counting the requests in flight."""
+
+    def __init__(self):
+        self.in_flight = self.peak = 0
+
+    async def _chat(self, request):
+        import asyncio
+
+        from aiohttp import web
+
+        await request.json()
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        await asyncio.sleep(0.5)  # long enough for both workers' first waves to be in flight together
+        self.in_flight -= 1
+        return web.json_response({"choices": [{"message": {"role": "assistant", "content": "done"}}],
+                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+
+@pytest.mark.slow
+def test_direct_models_at_high_concurrency_run_in_workers_sharing_it(tmp_path, echo_protocol, fixture_suites,
+                                                                     monkeypatch):
+    from topoeval.models.options import ModelOptions
+    from topoeval.runner import workers
+
+    monkeypatch.setattr(workers, "free_cores", lambda: 8)
+    server = _Answers()
+    server.start()
+    try:
+        res = topoeval.run_protocol(echo_protocol(n=200), ["direct:m"], tmp_path / "run", suites_dirs=[fixture_suites],
+                                    concurrency=256, cache=False,
+                                    model_options=ModelOptions(api_base=server.api_base, api_key="x"))
+    finally:
+        server.stop()
+    assert res.new_episodes == 400
+    names = sorted(p.name for p in episode_files(tmp_path / "run"))
+    assert names == ["episodes.jsonl", "episodes.shard-1-of-2.jsonl", "episodes.shard-2-of-2.jsonl"]
+    assert 128 < server.peak <= 256  # two processes of 128 each at once (not 200 each)

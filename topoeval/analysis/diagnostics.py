@@ -24,12 +24,13 @@ are left out.
 from __future__ import annotations
 
 import json
+from array import array
 from collections import defaultdict
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from topoeval.analysis.stats import is_scored, pass_at_k
+from topoeval.analysis.stats import Fold, is_scored, pass_at_k
 
 
 class TokensByOutcome(BaseModel):
@@ -62,10 +63,6 @@ class CellDiagnostics(BaseModel):
         default=None, description="Questions per episode the simulated user could map to nothing it knows.")
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _trajectory(record: dict[str, Any]) -> str:
     """The episode's tool-call sequence as one comparable string."""
     calls = [(c["name"], c.get("arguments") if c.get("arguments") is not None else c.get("raw_arguments"))
@@ -77,34 +74,77 @@ def _solved(record: dict[str, Any]) -> bool:
     return (record["scores"].get("success") or 0.0) >= 1.0
 
 
+class DiagnosticsFold:
+    """The diagnostics of one cell, folded record by record with each task's records together (plan
+    order); it keeps per finished task three counts (samples, solved, distinct trajectories), and the
+    trajectories of the task in progress only."""
+
+    def __init__(self) -> None:
+        self.counts, self.solved, self.distinct = array("q"), array("q"), array("q")
+        self.per_episode = {name: Fold() for name in ("tool_calls", "invalid_calls", "redundant_calls", "questions",
+                                                       "unanswered_questions")}
+        self.wins, self.losses = Fold(), Fold()
+        self._task: str | None = None
+        self._n = self._solved = 0
+        self._trajectories: set[str] = set()
+
+    def add(self, r: dict[str, Any]) -> None:
+        """One episode record (those that ended in ``error`` or have no scores are left out)."""
+        if not (is_scored(r) and r.get("scores")):
+            return
+        if r["task_id"] != self._task:
+            self.close_task()
+            self._task = r["task_id"]
+        scores, solved = r["scores"], _solved(r)
+        self._n += 1
+        self._solved += solved
+        self._trajectories.add(_trajectory(r))
+        (self.wins if solved else self.losses).add(float(scores.get("completion_tokens") or 0))
+        for name in ("tool_calls", "invalid_calls", "redundant_calls", "unanswered_questions"):
+            self.per_episode[name].add(float(scores.get(name, 0)))
+        self.per_episode["questions"].add(float(sum(1 for e in r.get("events", []) if e.get("type") == "ask")))
+
+    def close_task(self) -> None:
+        if self._task is not None and self._n:
+            self.counts.append(self._n)
+            self.solved.append(self._solved)
+            self.distinct.append(len(self._trajectories))
+        self._task, self._n, self._solved, self._trajectories = None, 0, 0, set()
+
+    def result(self) -> dict[str, Any]:
+        self.close_task()
+        k = min(self.counts, default=0)
+        grouped: dict[str, float | None] = {"zero_signal_share": None, "all_failed_share": None,
+                                            "all_solved_share": None, "pass_gap": None, "trajectory_diversity": None}
+        if k >= 2:
+            tasks = list(zip(self.counts, self.solved, self.distinct, strict=True))
+            failed = grouped["all_failed_share"] = _mean([float(c == 0) for _, c, _ in tasks])
+            all_solved = grouped["all_solved_share"] = _mean([float(c == n) for n, c, _ in tasks])
+            grouped["zero_signal_share"] = (failed + all_solved if failed is not None and all_solved is not None
+                                            else None)
+            grouped["pass_gap"] = _mean([pass_at_k(n, c, k) - pass_at_k(n, c, 1) for n, c, _ in tasks])
+            grouped["trajectory_diversity"] = _mean([d / n for n, _, d in tasks])
+        means = {name: fold.mean() for name, fold in self.per_episode.items()}
+        return CellDiagnostics(
+            samples=k,
+            **grouped,
+            **means,
+            completion_tokens=TokensByOutcome(success=self.wins.mean(), failure=self.losses.mean(),
+                                              n_success=self.wins.n, n_failure=self.losses.n),
+        ).model_dump()
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def build_diagnostics(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The diagnostics of one cell's episode records (those that ended in ``error`` left out)."""
-    scored = [r for r in records if is_scored(r) and r.get("scores")]
+    """The diagnostics of one cell's episode records (those that ended in ``error`` left out), in any order."""
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in scored:
+    for r in records:
         by_task[r["task_id"]].append(r)
-    k = min((len(rs) for rs in by_task.values()), default=0)
-    grouped: dict[str, float | None] = {"zero_signal_share": None, "all_failed_share": None, "all_solved_share": None,
-                                        "pass_gap": None, "trajectory_diversity": None}
-    if k >= 2:
-        solved = {t: sum(_solved(r) for r in rs) for t, rs in by_task.items()}
-        failed = grouped["all_failed_share"] = _mean([float(c == 0) for c in solved.values()])
-        all_solved = grouped["all_solved_share"] = _mean([float(c == len(by_task[t])) for t, c in solved.items()])
-        grouped["zero_signal_share"] = failed + all_solved if failed is not None and all_solved is not None else None
-        grouped["pass_gap"] = _mean([pass_at_k(len(by_task[t]), c, k) - pass_at_k(len(by_task[t]), c, 1)
-                                     for t, c in solved.items()])
-        grouped["trajectory_diversity"] = _mean([len({_trajectory(r) for r in rs}) / len(rs)
-                                                 for rs in by_task.values()])
-    wins = [float(r["scores"].get("completion_tokens") or 0) for r in scored if _solved(r)]
-    losses = [float(r["scores"].get("completion_tokens") or 0) for r in scored if not _solved(r)]
-    return CellDiagnostics(
-        samples=k,
-        **grouped,
-        tool_calls=_mean([float(r["scores"].get("tool_calls", 0)) for r in scored]),
-        invalid_calls=_mean([float(r["scores"].get("invalid_calls", 0)) for r in scored]),
-        redundant_calls=_mean([float(r["scores"].get("redundant_calls", 0)) for r in scored]),
-        completion_tokens=TokensByOutcome(success=_mean(wins), failure=_mean(losses), n_success=len(wins),
-                                          n_failure=len(losses)),
-        questions=_mean([float(sum(1 for e in r.get("events", []) if e.get("type") == "ask")) for r in scored]),
-        unanswered_questions=_mean([float(r["scores"].get("unanswered_questions", 0)) for r in scored]),
-    ).model_dump()
+    fold = DiagnosticsFold()
+    for rs in by_task.values():
+        for r in rs:
+            fold.add(r)
+    return fold.result()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+import sys
+from array import array
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,94 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
+#: ``sum()`` of floats is a compensated sum (Neumaier) from Python 3.12 on, a plain left fold before
+NEUMAIER_SUM = sys.version_info >= (3, 12)
+
+
+class Fold:
+    """``sum()`` of floats taken one value at a time: :meth:`value` is the very float ``sum(values)``
+    gives on this interpreter for the values added, in the order added (so a streaming pass gives
+    the numbers a list gives, to the last bit)."""
+
+    __slots__ = ("total", "comp", "n")
+
+    def __init__(self) -> None:
+        self.total, self.comp, self.n = 0.0, 0.0, 0
+
+    def add(self, x: float) -> None:
+        t = self.total + x
+        if NEUMAIER_SUM:
+            self.comp += (self.total - t) + x if abs(self.total) >= abs(x) else (x - t) + self.total
+        self.total, self.n = t, self.n + 1
+
+    def value(self) -> float:
+        c = self.comp
+        return self.total + c if c and math.isfinite(c) else self.total
+
+    def mean(self) -> float | None:
+        return self.value() / self.n if self.n else None
+
+
+class MetricFold:
+    """One metric of one cell, folded value by value in task order: every value of a task comes
+    before the next task's (a cell's records in plan order). What it keeps is bounded by the cell's
+    tasks and samples, not its episodes: per finished task its mean, count and successes (for the
+    bootstrap and pass@k), per sample index a running sum, and the running sum of all values."""
+
+    __slots__ = ("all", "samples", "task_means", "task_counts", "task_hits", "_task", "_open", "_hits")
+
+    def __init__(self) -> None:
+        self.all = Fold()
+        self.samples: dict[int, Fold] = {}
+        self.task_means, self.task_counts, self.task_hits = array("d"), array("q"), array("q")
+        self._task: str | None = None
+        self._open, self._hits = Fold(), 0
+
+    def add(self, task: str, sample: int, value: float) -> None:
+        if task != self._task:
+            self.close_task()
+            self._task = task
+        self.all.add(value)
+        self._open.add(value)
+        self._hits += value >= 1.0
+        fold = self.samples.get(sample)
+        if fold is None:
+            fold = self.samples[sample] = Fold()
+        fold.add(value)
+
+    def close_task(self) -> None:
+        """The current task has all its values: keep its mean, count and successes only."""
+        if self._task is not None and self._open.n:
+            self.task_means.append(self._open.value() / self._open.n)
+            self.task_counts.append(self._open.n)
+            self.task_hits.append(self._hits)
+        self._task, self._open, self._hits = None, Fold(), 0
+
+    def stats(self, with_pass: bool = False) -> dict[str, Any]:
+        """:func:`metric_stats` of the values added."""
+        self.close_task()
+        if not self.all.n:
+            return {"mean": None, "std": None, "ci95": None, "n": 0}
+        sample_means = [f.value() / f.n for f in self.samples.values()]
+        std = float(np.std(sample_means, ddof=1)) if len(sample_means) > 1 else 0.0
+        per_task = list(self.task_means)
+        out: dict[str, Any] = {
+            "mean": self.all.value() / self.all.n,
+            "std": std,
+            "ci95": bootstrap_ci(per_task),
+            "se": float(np.std(per_task, ddof=1) / np.sqrt(len(per_task))) if len(per_task) > 1 else 0.0,
+            "n": len(per_task),
+        }
+        if with_pass:
+            k_max = min(self.task_counts)
+            counts = list(zip(self.task_counts, self.task_hits, strict=True))
+            out["pass@k"] = {str(k): float(np.mean([pass_at_k(n, c, k) for n, c in counts]))
+                             for k in range(1, k_max + 1)}
+            out["pass^k"] = {str(k): float(np.mean([pass_hat_k(n, c, k) for n, c in counts]))
+                             for k in range(1, k_max + 1)}
+        return out
+
+
 def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = False) -> dict[str, Any]:
     """Statistics of one metric in one cell.
 
@@ -54,31 +143,14 @@ def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = 
     a bootstrap interval of the mean of per-task means; ``se`` the standard error of that mean
     over tasks (std of per-task means / sqrt(n); 0 with one task); ``n`` the tasks with a value. With
     ``with_pass`` (binary metrics such as success): ``pass@k`` and ``pass^k`` for every k up to
-    the samples every task has, averaged over tasks.
+    the samples every task has, averaged over tasks. (A streaming pass folds the same values with
+    :class:`MetricFold`.)
     """
-    values = [v for samples in by_task_sample.values() for v in samples.values()]
-    if not values:
-        return {"mean": None, "std": None, "ci95": None, "n": 0}
-    per_sample: dict[int, list[float]] = defaultdict(list)
-    for samples in by_task_sample.values():
-        for s, v in samples.items():
-            per_sample[s].append(v)
-    sample_means = [sum(v) / len(v) for v in per_sample.values()]
-    std = float(np.std(sample_means, ddof=1)) if len(sample_means) > 1 else 0.0
-    per_task = [sum(s.values()) / len(s) for s in by_task_sample.values()]
-    out: dict[str, Any] = {
-        "mean": sum(values) / len(values),
-        "std": std,
-        "ci95": bootstrap_ci(per_task),
-        "se": float(np.std(per_task, ddof=1) / np.sqrt(len(per_task))) if len(per_task) > 1 else 0.0,
-        "n": len(by_task_sample),
-    }
-    if with_pass:
-        k_max = min(len(s) for s in by_task_sample.values())
-        counts = [(len(s), sum(1 for v in s.values() if v >= 1.0)) for s in by_task_sample.values()]
-        out["pass@k"] = {str(k): float(np.mean([pass_at_k(n, c, k) for n, c in counts])) for k in range(1, k_max + 1)}
-        out["pass^k"] = {str(k): float(np.mean([pass_hat_k(n, c, k) for n, c in counts])) for k in range(1, k_max + 1)}
-    return out
+    fold = MetricFold()
+    for task, samples in by_task_sample.items():
+        for sample, value in samples.items():
+            fold.add(task, sample, value)
+    return fold.stats(with_pass)
 
 
 def noise(stats: dict[str, Any]) -> float:

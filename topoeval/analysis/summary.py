@@ -1,12 +1,15 @@
-"""Aggregating episode records into ``summary.json`` cells (one per model x baseline x topology)."""
+"""Aggregating episode records into ``summary.json`` cells (one per model x baseline x topology), in one
+streaming pass: a run of any size is summarised in memory bounded by its cells' tasks, not its episodes."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from topoeval.analysis.diagnostics import build_diagnostics
-from topoeval.analysis.stats import is_scored, mark_ties, metric_stats
+from topoeval.analysis.diagnostics import DiagnosticsFold
+from topoeval.analysis.stats import MetricFold, is_scored, mark_ties
 
 #: 2 adds the ``collapse`` section and per-cell ``episode_ids``; nothing of schema 1 was removed.
 #: 3: episodes that ended in ``error`` are left out of every statistic and of ``episode_ids``;
@@ -22,48 +25,121 @@ SCHEMA_VERSION = 6
 BINARY_METRICS = ("success",)
 
 
-def build_cells(records: list[dict[str, Any]], order: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
-    """Cells from episode records; ``order`` fixes the cell order (model, baseline, topology)."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+class OutOfOrder(ValueError):
+    """A stream of records came back to a task of a cell after another task's records: a streaming
+    pass needs each cell's records task by task (plan order); a list may come in any order."""
+
+
+class _Ids:
+    """A cell's episode ids, 8 bytes each for the runner's 16-hex-digit ids (any other id as it is)."""
+
+    HEX = re.compile(r"[0-9a-f]{16}")
+
+    def __init__(self) -> None:
+        self.packed = bytearray()
+        self.other: list[str] = []
+
+    def add(self, episode_id: str) -> None:
+        if isinstance(episode_id, str) and self.HEX.fullmatch(episode_id):
+            self.packed += bytes.fromhex(episode_id)
+        else:
+            self.other.append(episode_id)
+
+    def sorted(self) -> list[str]:
+        packed = self.packed
+        return sorted([packed[i:i + 8].hex() for i in range(0, len(packed), 8)] + self.other)
+
+
+class CellFold:
+    """One cell (model x baseline x topology) folded record by record: what it keeps grows with the
+    cell's tasks and samples (its open task's values, per-task means and counts, running sums), not
+    with its episodes (but for 8 bytes of each episode id, which the cell lists)."""
+
+    def __init__(self, first: dict[str, Any]):
+        self.suite, self.role = first["suite"], first["role"]
+        self.status: dict[str, int] = defaultdict(int)
+        self.tasks: set[str] = set()
+        self.task: str | None = None
+        self.n = 0
+        self.ids, self.error_ids = _Ids(), _Ids()
+        self.metrics: dict[str, MetricFold] = {}
+        self.diagnostics = DiagnosticsFold()
+
+    def add(self, r: dict[str, Any]) -> None:
+        task = r["task_id"]
+        if task != self.task:
+            if task in self.tasks:
+                raise OutOfOrder(f"episode {r.get('key', task)}: its cell's records are not task by task (plan "
+                                 "order); give a list, or the records in plan order")
+            self.tasks.add(task)
+            self.task = task
+        self.n += 1
+        self.status[r["status"]] += 1
+        if not is_scored(r):
+            self.error_ids.add(r["episode_id"])
+            return
+        self.ids.add(r["episode_id"])
+        for name, value in r["scores"].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
+                fold = self.metrics.get(name)
+                if fold is None:
+                    fold = self.metrics[name] = MetricFold()
+                fold.add(task, r["sample"], float(value))
+        self.diagnostics.add(r)
+
+    def cell(self, key: tuple[str, str, str]) -> dict[str, Any]:
+        n_errors = self.status.get("error", 0)
+        return {
+            "model": key[0],
+            "baseline": key[1],
+            "topology": key[2],
+            "suite": self.suite,
+            "role": self.role,
+            "n_tasks": len(self.tasks),
+            "n_episodes": self.n,
+            "status": dict(sorted(self.status.items())),
+            "n_errors": n_errors,
+            "incomplete": bool(n_errors),
+            "episode_ids": self.ids.sorted(),
+            "error_episode_ids": self.error_ids.sorted(),
+            "metrics": {name: self.metrics[name].stats(name in BINARY_METRICS) for name in sorted(self.metrics)},
+            "diagnostics": self.diagnostics.result(),
+        }
+
+
+def build_cells(records: Iterable[dict[str, Any]], order: list[tuple[str, str, str]] | None = None
+                ) -> list[dict[str, Any]]:
+    """Cells from episode records, in one pass; ``order`` fixes the cell order (model, baseline, topology).
+
+    ``records``: a list, in any order, or any iterable read once (an episode file), whose records of a
+    cell come task by task (plan order; :class:`OutOfOrder` otherwise). Either way the numbers are
+    the same, to the last bit, and a stream is held one task per cell at a time (:class:`CellFold`)."""
+    if isinstance(records, Sequence):
+        records = _task_by_task(records)
+    folds: dict[tuple[str, str, str], CellFold] = {}
     for r in records:
-        groups[(r["model"], r["baseline"], r["topology"])].append(r)
-    keys = [k for k in (order or []) if k in groups] + sorted(k for k in groups if k not in (order or []))
-    cells = []
-    for key in keys:
-        recs = groups[key]
-        scored = [r for r in recs if is_scored(r)]
-        errored = [r for r in recs if not is_scored(r)]
-        metrics: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-        for r in scored:
-            for name, value in r["scores"].items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
-                    metrics[name][r["task_id"]][r["sample"]] = float(value)
-        status: dict[str, int] = defaultdict(int)
-        for r in recs:
-            status[r["status"]] += 1
-        cells.append(
-            {
-                "model": key[0],
-                "baseline": key[1],
-                "topology": key[2],
-                "suite": recs[0]["suite"],
-                "role": recs[0]["role"],
-                "n_tasks": len({r["task_id"] for r in recs}),
-                "n_episodes": len(recs),
-                "status": dict(sorted(status.items())),
-                "n_errors": len(errored),
-                "incomplete": bool(errored),
-                "episode_ids": sorted(r["episode_id"] for r in scored),
-                "error_episode_ids": sorted(r["episode_id"] for r in errored),
-                "metrics": {name: metric_stats(metrics[name], name in BINARY_METRICS) for name in sorted(metrics)},
-                "diagnostics": build_diagnostics(scored),
-            }
-        )
+        key = (r["model"], r["baseline"], r["topology"])
+        fold = folds.get(key)
+        if fold is None:
+            fold = folds[key] = CellFold(r)
+        fold.add(r)
+    wanted = set(order or [])
+    keys = [k for k in (order or []) if k in folds] + sorted(k for k in folds if k not in wanted)
+    cells = [folds[key].cell(key) for key in keys]
     mark_ties(cells)
     return cells
 
 
-def build_summary(protocol_name: str, records: list[dict[str, Any]], order=None, extra: dict | None = None,
+def _task_by_task(records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """A list's records with each cell's records of one task together (each task where it first came)."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[(r["model"], r["baseline"], r["topology"], r["task_id"])].append(r)
+    for group in groups.values():
+        yield from group
+
+
+def build_summary(protocol_name: str, records: Iterable[dict[str, Any]], order=None, extra: dict | None = None,
                   base_model: str | None = None, ladder_steps: list[tuple[str, str | None]] | None = None,
                   matrix: dict[str, Any] | None = None) -> dict:
     """summary.json; ``matrix``: run.json's matrix record (a transfer-matrix run), for the ``matrix`` section."""

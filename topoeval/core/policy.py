@@ -67,8 +67,12 @@ class Policy(ABC):
 
     #: Display name used in results (e.g. 'oracle', 'openai/gpt-4o-mini').
     name: str = "policy"
-    #: Default bound on concurrent episodes for this backend.
+    #: Default bound on concurrent episodes for this backend (``--concurrency`` overrides it).
     concurrency: int = 8
+    #: A hard cap on episodes in flight that no ``--concurrency`` raises, None for none: a local model's
+    #: slots, each episode pinned to one for its whole length (more episodes than slots would interleave
+    #: on a slot and recompute every prompt). See :func:`episodes_in_flight`.
+    max_in_flight: int | None = None
     #: A fingerprint of weights that can change under the same name (a retrained LoRA adapter's
     #: sha256); None when the name alone fixes the model. Response caches key on it, and a run
     #: folder refuses to resume a model whose fingerprint changed.
@@ -98,3 +102,11 @@ class Policy(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
         """Release backend resources (servers, sessions)."""
+
+
+def episodes_in_flight(policy: Policy, concurrency: int | None = None) -> int:
+    """How many of ``policy``'s episodes run at once: ``concurrency`` (``--concurrency``) or the
+    backend's default, never more than its hard cap (:attr:`Policy.max_in_flight`)."""
+    wanted = concurrency or policy.concurrency
+    cap = policy.max_in_flight
+    return max(1, min(wanted, cap) if cap else wanted)

@@ -73,7 +73,7 @@ class CachedPolicy(Policy):
 
     def __init__(self, inner: Policy, cache: ResponseCache, salt: str = ""):
         self.inner, self.cache, self.salt = inner, cache, salt
-        self.name, self.concurrency = inner.name, inner.concurrency
+        self.name, self.concurrency, self.max_in_flight = inner.name, inner.concurrency, inner.max_in_flight
 
     @property
     def weights(self) -> str | None:  # type: ignore[override]  # read-only: the wrapped policy's

@@ -223,7 +223,8 @@ class LlamaServerPolicy(DirectPolicy):
         super().__init__("local", options.model_copy(update={"api_base": f"http://127.0.0.1:{self.shared.port}/v1",
                                                              "api_bases": [], "api_key": None}),
                          name or os.path.basename(model_path))
-        self.concurrency = slots
+        # one episode per slot, pinned for its whole length, whatever --concurrency says
+        self.concurrency = self.max_in_flight = slots
         self.shared.register(self)
         #: episode key -> the slot of this model's group it is pinned to, least recently used first
         self._pins: OrderedDict[str, int] = OrderedDict()

@@ -13,9 +13,11 @@ user could not map (each linked to its episode), so a reader sees what the simul
 from __future__ import annotations
 
 import base64
+import bisect
 import html
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -262,19 +264,46 @@ def _with_unanswered(tables: str, cells: list[dict[str, Any]]) -> str:
     return tables[:end] + "\n" + listing + tables[end:]
 
 
-def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], plots: list[Path]) -> str:
-    by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+class EpisodeSample:
+    """The episodes the browser shows, read in one pass: per cell its first :data:`MAX_EPISODES_PER_CELL`
+    by task index and sample (clipped as shown), and how many it has — never every episode in memory."""
+
+    def __init__(self, limit: int = MAX_EPISODES_PER_CELL):
+        self.limit = limit
+        self.kept: dict[tuple[str, str, str], list[tuple[tuple, int, dict[str, Any]]]] = {}
+        self.totals: dict[tuple[str, str, str], int] = {}
+        self._seen = 0
+
+    def add(self, r: dict[str, Any]) -> None:
+        key = (r["model"], r["baseline"], r["topology"])
+        self.totals[key] = self.totals.get(key, 0) + 1
+        kept = self.kept.setdefault(key, [])
+        rank = (task_order(r["task_id"]), r.get("sample", 0))
+        self._seen += 1  # ties keep their order of arrival, as a stable sort would
+        if len(kept) >= self.limit and (rank, self._seen) > kept[-1][:2]:
+            return
+        bisect.insort(kept, (rank, self._seen, _episode_view(r)), key=lambda e: e[:2])
+        if len(kept) > self.limit:
+            kept.pop()
+
+    def cell(self, key: tuple[str, str, str]) -> tuple[int, list[dict[str, Any]]]:
+        """(the cell's episodes, the views kept), in the browser's order."""
+        return self.totals.get(key, 0), [view for _, _, view in self.kept.get(key, [])]
+
+
+def render_report_html(summary: dict[str, Any], records: Iterable[dict[str, Any]], plots: list[Path]) -> str:
+    """The page; ``records`` are read once (a list or a stream), and only a bounded sample is kept."""
+    sample = EpisodeSample()
     for r in records:
-        by_cell.setdefault((r["model"], r["baseline"], r["topology"]), []).append(r)
+        sample.add(r)
     cells = []
     for c in summary["cells"]:
-        recs = sorted(by_cell.get((c["model"], c["baseline"], c["topology"]), []),
-                      key=lambda r: (task_order(r["task_id"]), r.get("sample", 0)))
+        total, episodes = sample.cell((c["model"], c["baseline"], c["topology"]))
         label = f"{c['model']} · {c['baseline']} · {c['topology']} ({c['role']})"
         if c.get("n_errors"):
             label += f" — incomplete: {c['n_errors']} err"
-        cells.append({"label": label, "total": len(recs),
-                      "episodes": [_episode_view(r) for r in recs[:MAX_EPISODES_PER_CELL]]})
+        cells.append({"label": label, "total": total, "episodes": episodes})
+
     def img(p: Path) -> str:
         return f'<img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
 
@@ -290,7 +319,7 @@ def render_report_html(summary: dict[str, Any], records: list[dict[str, Any]], p
                        plots=f"<h2>Plots</h2>{images}" if images else "", data=data)
 
 
-def write_report_html(summary: dict[str, Any], records: list[dict[str, Any]], run_dir: Path, plots: list[Path]) -> Path:
+def write_report_html(summary: dict[str, Any], records: Iterable[dict[str, Any]], run_dir: Path, plots: list[Path]) -> Path:
     path = run_dir / "report.html"
     write_atomic(path, render_report_html(summary, records, plots))
     return path

@@ -76,7 +76,9 @@ class RunConfig(BaseModel):
         "of a transfer matrix (default: its adapter's training record, else none). Recorded, not part of the "
         "identity: it changes no episode."))
     shard: Shard | None = Field(default=None, description="Run only this shard (``i/n``) of the episodes.")
-    workers: int | None = Field(default=None, ge=0, description="Local worker processes (0: one per CPU core).")
+    workers: int | None = Field(default=None, ge=0, description=(
+        "Local worker processes (0: one per CPU core); None: chosen by runner.workers.auto_workers (1, or several "
+        "sharing the concurrency for direct: models at concurrency >= 128)."))
     executor: Executor = Field(default=Executor.local, description="local processes, or Ray tasks.")
     progress: bool = Field(default=False, description="Show a progress bar.")
     reply_limits: ReplyLimits = Field(default_factory=ReplyLimits, description=(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
-from topoeval.core.policy import Policy, SamplingParams
+from topoeval.core.policy import Policy, SamplingParams, episodes_in_flight
 from topoeval.core.provenance import git_provenance
 from topoeval.core.users import UserSettings, use_user
 from topoeval.core.version import __version__
@@ -226,7 +226,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         started = time.perf_counter()
         timing: dict[str, float] = {"setup_s": started - t0}
         with _progress(config.progress, len(jobs)) as advance:
-            sems = {p.name: asyncio.Semaphore(config.concurrency or p.concurrency) for p in policies}
+            sems = {p.name: asyncio.Semaphore(episodes_in_flight(p, config.concurrency)) for p in policies}
             user = UserSettings(model=config.user_model)
 
             async def one(policy: Policy, shots: int, topo: ResolvedTopology, task, s: int, key: str) -> None:

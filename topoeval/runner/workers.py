@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
 from topoeval.runner.config import RunConfig
 from topoeval.runner.shards import Shard, episode_files
@@ -171,6 +172,38 @@ class _FolderProgress:
             self._bar.update(self._task, completed=self._count())
             self._bar.__exit__(*exc)
         return False
+
+
+#: Concurrent episodes one process keeps near the physical limit on the direct path: one event loop does
+#: about 500-600 episodes/s of harness work (bench/throughput.py), and at 50 ms a request that is about
+#: 64-128 episodes in flight; past 128, :func:`auto_workers` adds processes.
+AUTO_PER_WORKER = 128
+#: The direct path's default concurrency (``DirectPolicy.concurrency``), when ``--concurrency`` is not given.
+DIRECT_DEFAULT_CONCURRENCY = 64
+
+
+def free_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def auto_workers(config: RunConfig, cores: int | None = None) -> int:
+    """The local processes a run takes when ``--workers`` is not given (``workers=None``): 1, except for
+    runs whose models are all ``direct:`` (a server's OpenAI-compatible API, where one process's CPU is
+    the bound at high concurrency) at a ``--concurrency`` of :data:`AUTO_PER_WORKER` or more: one process
+    per 128 concurrent episodes, at most one per core but one (2 workers on 2 cores ran slower than 1:
+    docs/scaling.md). The processes share the run's concurrency: ``concurrency // K`` each, so the
+    server never sees more requests in flight than one process would have sent."""
+    if config.workers is not None or config.shard is not None or config.executor != Executor.local:
+        return 1
+    if not config.models or not all(isinstance(m, str) and m.startswith("direct:") for m in config.models):
+        return 1
+    concurrency = config.concurrency or DIRECT_DEFAULT_CONCURRENCY
+    cores = free_cores() if cores is None else cores
+    return max(1, min(concurrency // AUTO_PER_WORKER, cores - 1))
 
 
 def worker_count(workers: int | None) -> int:
