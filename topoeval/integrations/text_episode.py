@@ -183,10 +183,11 @@ class TextEpisode:
             out = [{k: m[k] for k in ("role", "content", "tool_call_id", "name") if k in m} for m in produced]
         else:
             # the format's own rendering of the new messages, after a stand-in prefix it renders the same
-            head = [{"role": "system", "content": ""}, {"role": "assistant", "content": "", "tool_calls": [
-                {"id": m.get("tool_call_id", ""), "type": "function", "function": {"name": m.get("name", ""),
-                                                                                   "arguments": "{}"}}
-                for m in produced if m["role"] == "tool"]}]
+            stand_in = [{"id": m.get("tool_call_id", ""), "type": "function",
+                         "function": {"name": m.get("name", ""), "arguments": "{}"}}
+                        for m in produced if m["role"] == "tool"]
+            head: list[dict[str, Any]] = [{"role": "system", "content": ""},
+                                          {"role": "assistant", "content": "", "tool_calls": stand_in}]
             out = self.format.render(head + produced, self.state.tools)[2:]
         if added and out and out[-1]["role"] == "user":
             from topoeval.formats.base import tool_lines
