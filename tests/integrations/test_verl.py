@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("verl", reason="the 'verl' extra is not installed (make test runs this file in .venv-verl)")
 
 import hydra  # noqa: E402
+import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
     AgentLoopOutput,
@@ -70,10 +71,9 @@ def play(row: dict, replies: list[str], **loop_kwargs) -> tuple[AgentLoopOutput,
 
     async def go() -> AgentLoopOutput:  # built inside the running event loop, as in verl's worker
         loop = build_loop(server, **loop_kwargs)
-        # the row as verl's RLHFDataset hands it to an agent loop (raw_prompt = the prompt column)
-        return await loop.run({"temperature": 1.0, "top_p": 1.0}, raw_prompt=row["prompt"], index=0,
-                              agent_name=row["agent_name"], data_source=row["data_source"],
-                              extra_info=row["extra_info"], reward_model=row["reward_model"])
+        # the row's non-tensor fields, as verl's AgentLoopWorker hands them to the loop it picked by agent_name
+        fields = {k: v for k, v in row.items() if not isinstance(v, torch.Tensor)}
+        return await loop.run({"temperature": 1.0, "top_p": 1.0}, **fields)
 
     return asyncio.run(go()), server
 
@@ -109,9 +109,28 @@ def transcript(out: AgentLoopOutput) -> str:
     return "\n".join(lines)
 
 
+def through_verls_dataset(tmp, **kwargs) -> dict[str, list[dict]]:
+    """Export, then read every file with verl's own RLHFDataset (the trainer's data path)."""
+    export(tmp, "verl", **kwargs)
+    config = OmegaConf.create({"max_prompt_length": 8192, "prompt_key": "prompt", "filter_overlong_prompts": False,
+                               "cache_dir": str(tmp / "cache")})
+    out = {}
+    for name, topology in (("train", "train"), ("val_wiki", "wiki"), ("val_travel", "travel")):
+        ds = RLHFDataset(data_files=[str(tmp / f"{name}.parquet")], tokenizer=TOKENIZER, config=config, processor=None)
+        out[topology] = [ds[i] for i in range(len(ds))]
+    return out
+
+
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    return export(tmp_path_factory.mktemp("verl"), "verl")
+    return through_verls_dataset(tmp_path_factory.mktemp("verl"))
+
+
+def test_verls_dataset_reads_the_export(rows):
+    item = rows["travel"][0]
+    assert item["agent_name"] == "topoeval" and item["data_source"] == "travel" and item["index"] == 0
+    assert item["raw_prompt"] == item["prompt"] and [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
+    assert {r["data_source"] for r in rows["train"]} == {"wiki"}
 
 
 def test_the_shipped_yaml_names_the_registered_loop():
@@ -120,12 +139,17 @@ def test_the_shipped_yaml_names_the_registered_loop():
     assert isinstance(build_loop(ScriptedServer([])), TopoevalAgentLoop)
 
 
-@pytest.mark.parametrize("topology", ["wiki", "travel"])
-def test_oracle_episode_reward_one_mask_exactly_the_policy_tokens(rows, topology):
-    row = rows[topology][0]
+@pytest.fixture(scope="module")
+def native_rows(tmp_path_factory):
+    return through_verls_dataset(tmp_path_factory.mktemp("verl-native"), n=1, tool_format="native")
+
+
+@pytest.mark.parametrize(("topology", "tool_format"), [("wiki", "hermes"), ("travel", "hermes"), ("travel", "native")])
+def test_oracle_episode_reward_one_mask_exactly_the_policy_tokens(rows, native_rows, topology, tool_format):
+    row = (rows if tool_format == "hermes" else native_rows)[topology][0]
     replies = scripted(row["extra_info"])
     out, server = play(row, replies)
-    print(f"\n{topology}: {len(server.calls)} generate calls, num_turns={out.num_turns}, "
+    print(f"\n{topology} ({tool_format}): {len(server.calls)} generate calls, num_turns={out.num_turns}, "
           f"mask 1: {sum(out.response_mask)} tokens, mask 0: {len(out.response_mask) - sum(out.response_mask)}, "
           f"reward_score={out.reward_score}\n{transcript(out)}")
     assert out.reward_score == 1.0 and out.extra_fields["topoeval/success"] == 1.0
@@ -139,7 +163,11 @@ def test_oracle_episode_reward_one_mask_exactly_the_policy_tokens(rows, topology
     assert len(server.calls) == len(replies) == out.num_turns // 2
     # token-in/token-out: the prompt is the chat template of the opening messages, applied once; every
     # later prompt extends the previous one by what was generated (the history is never re-tokenised)
-    assert out.prompt_ids == TOKENIZER.apply_chat_template(row["prompt"], tokenize=True,
+    shadow = TextEpisode.from_row(row["extra_info"])
+    tools = shadow.template_tools()
+    shadow.close()
+    assert (tools is not None) == (tool_format == "native")
+    assert out.prompt_ids == TOKENIZER.apply_chat_template(row["prompt"], tools=tools, tokenize=True,
                                                            add_generation_prompt=True, return_dict=False)
     for before, after in zip(server.calls, server.calls[1:], strict=False):
         grown = before["prompt_ids"] + before["output"]
@@ -202,7 +230,7 @@ def test_the_response_length_ends_the_episode_scored_as_it_stands(rows):
 
 
 def test_metric_mix_and_the_same_summary_keys_on_every_row(tmp_path):
-    rows = export(tmp_path, "verl", n=1, metric={"success": 0.5, "dq": 0.5})
+    rows = through_verls_dataset(tmp_path, n=1, metric={"success": 0.5, "dq": 0.5})
     keys = set()
     for topology in ("wiki", "travel"):
         row = rows[topology][0]
