@@ -19,7 +19,7 @@ import topoeval  # noqa: E402
 from topoeval.core.errors import UserError  # noqa: E402
 from topoeval.integrations.skyrl import TopoevalTextEnv  # noqa: E402
 
-from .verl_fixtures import export, scripted  # noqa: E402
+from .verl_fixtures import conversation_row, export, scripted  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +101,12 @@ def test_a_malformed_call_is_a_recorded_invalid_call(rows):
 def test_native_format_is_refused_with_one_line(tmp_path):
     with pytest.raises(UserError, match="prompt format"):
         export(tmp_path, "skyrl", n=1, tool_format="native")
+
+
+def test_a_conversations_later_instructions_are_user_observations():
+    row = conversation_row("skyrl")
+    _, conversation, outputs = play(row, scripted(row["extra_info"]))
+    instructions = [i["content"] for i in json.loads(row["extra_info"]["topoeval_task"])["instructions"]]
+    assert outputs[-1]["reward"] == 1.0
+    assert [m["content"] for m in conversation[2:] if m["role"] == "user" and "<tool_response" not in m["content"]] \
+        == instructions

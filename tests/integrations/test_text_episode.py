@@ -11,6 +11,8 @@ from topoeval.core.errors import UserError
 from topoeval.integrations.text_episode import EpisodeRow, TextEpisode, opening
 from topoeval.integrations.topology_tasks import load_topology_tasks
 
+from .verl_fixtures import conversation_row
+
 PROTOCOL = "wiki_to_travel"
 
 
@@ -93,3 +95,13 @@ def test_bad_rows_and_metrics_are_one_line_errors():
         EpisodeRow.parse({"index": 3})
     with pytest.raises(UserError, match="unknown tool format"):
         episode("wiki", tool_format="klingon")
+
+
+def test_a_conversation_of_instructions_comes_as_plain_user_turns():
+    row = conversation_row("skyrl")
+    ep = TextEpisode.from_row(row["extra_info"])
+    seen = play(ep)
+    instructions = [i.content for i in ep.task.instructions]
+    users = [m["content"] for turn in seen for m in turn if m["role"] == "user" and "<tool_response" not in m["content"]]
+    assert len(instructions) == 2 and users == instructions
+    assert ep.reward() == 1.0 and ep.state.limits.max_turns_per_instruction == 20

@@ -29,7 +29,7 @@ import topoeval  # noqa: E402
 from topoeval.integrations.text_episode import TextEpisode  # noqa: E402
 from topoeval.integrations.verl import AGENT_LOOPS_YAML, TopoevalAgentLoop, compute_score  # noqa: E402
 
-from .verl_fixtures import byte_tokenizer, export, scripted  # noqa: E402
+from .verl_fixtures import byte_tokenizer, conversation_row, export, scripted  # noqa: E402
 
 TOKENIZER = byte_tokenizer()
 IM_END = TOKENIZER.convert_tokens_to_ids("<|im_end|>")
@@ -250,3 +250,16 @@ def test_compute_score_fallback_reads_one_turn(rows):
     assert right["score"] == topoeval.reward(task, [{"role": "user", "content": task["prompt"]},
                                                     {"role": "assistant", "content": task["answer"]}],
                                              topology=_row_topology(row))
+
+
+def test_a_conversations_later_instructions_are_user_turns_outside_the_mask():
+    row = conversation_row("verl")
+    out, server = play(row, scripted(row["extra_info"]))
+    assert out.reward_score == 1.0
+    instructions = [i["content"] for i in _row_task(row)["instructions"]]
+    plain_user_turns = [TOKENIZER.decode(ids) for m, ids in segments(out) if m == 0 and "<tool_response" not in
+                        TOKENIZER.decode(ids)]
+    assert len(plain_user_turns) == len(instructions) == 2
+    for text, instruction in zip(plain_user_turns, instructions, strict=True):
+        assert text.lstrip("\n").startswith("<|im_start|>user\n" + instruction)
+    assert sum(out.response_mask) == sum(len(c["output"]) for c in server.calls)

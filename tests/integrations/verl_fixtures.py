@@ -77,3 +77,19 @@ def scripted(extra_info: Any, policy: str = "oracle") -> list[str]:
     finally:
         ep.close()
     return texts
+
+
+def conversation_row(target: str, index: int = 0) -> dict[str, Any]:
+    """A row of a multi-turn travel task (the ``split_instructions`` transform: the request comes as three
+    dependent user messages), as the export writes it."""
+    from topoeval.formats import get_format
+    from topoeval.integrations.trainer_export import episode_info, trainer_row
+    from topoeval.protocol.schema import Limits
+    from topoeval.protocol.topology import topology_from
+
+    topo = topology_from({"name": "travel-conversation", "suite": "travel",
+                          "transforms": [{"name": "split_instructions"}]})
+    task = topo.tasks("test", 41, index + 1)[index]
+    limits = Limits(max_turns=40, max_tool_calls=60, max_turns_per_instruction=20)
+    info = episode_info(topo, task, split="test", index=index, limits=limits, fmt=get_format("hermes"))
+    return trainer_row(topo, task, info, target)

@@ -68,6 +68,8 @@ class EpisodeRow(BaseModel):
     metric: str | dict[str, float] = Field(default="success", description="Reward: a score name or weights.")
     max_turns: int = Field(default=12, description="Assistant turns per episode (the protocol's limit).")
     max_tool_calls: int = Field(default=30, description="Tool calls per episode (the protocol's limit).")
+    max_turns_per_instruction: int = Field(default=0, description="Turns per user instruction of a multi-turn "
+                                                                  "task (0: only max_turns).")
 
     @classmethod
     def parse(cls, data: Any) -> EpisodeRow:
@@ -120,7 +122,8 @@ class TextEpisode:
         """The episode an exported row describes (its ``extra_info``, or SkyRL's ``extras["extra_info"]``)."""
         row = EpisodeRow.parse(extra_info)
         topology = topology_from(row.topology_spec, suites_dirs=suites_dirs)
-        limits = Limits(max_turns=row.max_turns, max_tool_calls=row.max_tool_calls)
+        limits = Limits(max_turns=row.max_turns, max_tool_calls=row.max_tool_calls,
+                        max_turns_per_instruction=row.max_turns_per_instruction or None)
         return cls(Task.model_validate(row.topoeval_task), topology, tool_format=row.tool_format, metric=row.metric,
                    limits=limits)
 
