@@ -102,6 +102,7 @@ def test_a_conversation_of_instructions_comes_as_plain_user_turns():
     ep = TextEpisode.from_row(row["extra_info"])
     seen = play(ep)
     instructions = [i.content for i in ep.task.instructions]
-    users = [m["content"] for turn in seen for m in turn if m["role"] == "user" and "<tool_response" not in m["content"]]
+    users = [m["content"] for turn in seen for m in turn
+             if m["role"] == "user" and "<tool_response" not in m["content"]]
     assert len(instructions) == 2 and users == instructions
     assert ep.reward() == 1.0 and ep.state.limits.max_turns_per_instruction == 20
