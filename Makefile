@@ -58,16 +58,24 @@ eval: $(STAMP)
 # put in a local wheelhouse at install time so the tests never reach an index.
 OPENENV_VENV   := .venv-openenv
 VERIFIERS_VENV := .venv-verifiers
+# verl's agent loop and SkyRL's text env (docs/verl-skyrl.md): verl 0.9.1 on the CPU torch (TORCH), and
+# skyrl-gym 0.4.0, each in its own virtualenv. First install here (cold pip cache, the two at once, 2 cores shared
+# with other jobs): .venv-verl 336 s and 2.5 GB, .venv-skyrl 219 s and 1.1 GB (`du -sh`; most of the latter is
+# topoeval's own dependencies).
+VERL_VENV      := .venv-verl
+SKYRL_VENV     := .venv-skyrl
 VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
 OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+VERL_STAMP      := $(VERL_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+SKYRL_STAMP     := $(SKYRL_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 # The main suite on TEST_WORKERS pytest-xdist workers: a file's tests on one worker, the files that start
 # llama-server on one worker in turn (tests/conftest.py's scheduler); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 # lint and type-check first (ruff under a second; mypy about 12 s on a clean clone, under 1 s with its cache;
 # [tool.ruff] and [tool.mypy] in pyproject.toml), then the tests; `make lint` alone runs the first two
-test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) lint
+test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) $(VERL_STAMP) $(SKYRL_STAMP) lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-adapters
 	$(MAKE) --no-print-directory check-wheel
@@ -77,10 +85,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check topoeval
 	$(BIN)/mypy
 
-test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP)
+test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP) $(VERL_STAMP) $(SKYRL_STAMP)
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_openenv.py
 	$(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verifiers.py \
 		tests/integrations/test_verifiers_multi_turn.py
+	$(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verl.py
+	$(SKYRL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_skyrl.py
 
 # topoeval as `pip install` gives it (.ci/wheel_check.sh): builds the sdist and the wheel, installs the
 # wheel into a clean virtualenv outside the checkout (pip's cache reused) and, from an empty folder,
@@ -102,6 +112,18 @@ $(VERIFIERS_STAMP): pyproject.toml
 	$(VERIFIERS_VENV)/bin/python -m pip install -q -e '.[verifiers,test]' uv
 	$(VERIFIERS_VENV)/bin/python -m pip wheel -q -w $(VF_WHEELS) $$($(VERIFIERS_VENV)/bin/python -c "from topoeval.integrations.verifiers import harness_requirements as r; print(*r())")
 	rm -f $(VERIFIERS_VENV)/.installed-*
+	touch $@
+
+$(VERL_STAMP): pyproject.toml
+	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q -e '.[verl,test]' '$(TORCH)'
+	rm -f $(VERL_VENV)/.installed-*
+	touch $@
+
+$(SKYRL_STAMP): pyproject.toml
+	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)
+	$(SKYRL_VENV)/bin/python -m pip install -q -e '.[skyrl,test]'
+	rm -f $(SKYRL_VENV)/.installed-*
 	touch $@
 
 # Fine-tunes the embedded model with LoRA on PROTOCOL's train topology on the CPU and writes
@@ -144,4 +166,4 @@ leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
 
 clean:
-	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) .pytest_cache
+	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) $(VERL_VENV) $(SKYRL_VENV) .pytest_cache

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from topoeval.commands.export_for import Trainer, export_for
 from topoeval.commands.help_format import plain_flags
 from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
@@ -313,9 +314,18 @@ def export(
     from_run: Annotated[list[Path] | None, typer.Option(
         help="--format sft: also keep this run folder's successful episodes (repeatable).")] = None,
     suites_dir: SuitesDir = None,
+    for_: Annotated[Trainer | None, typer.Option(
+        "--for", help="Write a trainer's datasets: train.parquet (the train topology) and val_<topology>.parquet "
+                      "per test topology, rows for topoeval's verl agent loop or SkyRL env "
+                      "(docs/verl-skyrl.md).")] = None,
 ) -> None:
     """Write a topology's tasks as a parquet dataset for RL trainers (verifiers / TRL / verl columns), or
     successful conversations for supervised fine-tuning (--format sft; docs/training.md)."""
+    if for_ is not None:
+        if split != Split.train:
+            raise UserError("--for writes the train split and the test topologies' test splits; it takes no --split")
+        return export_for(protocol, out, for_, tasks=tasks, topology=topology, sft=format == ExportFormat.sft,
+                          suites_dirs=suites_dir)
     if format == ExportFormat.sft:
         import json
 

@@ -10,7 +10,9 @@ from topoeval.core.errors import UserError
 
 ADAPTERS = [("topoeval.integrations.openenv", ["openenv", "openenv.core"], "openenv"),
             ("topoeval.integrations.verifiers", ["verifiers", "verifiers.v1"], "verifiers"),
-            ("topoeval.integrations.inspect", ["inspect_ai"], "inspect")]
+            ("topoeval.integrations.inspect", ["inspect_ai"], "inspect"),
+            ("topoeval.integrations.verl", ["verl", "verl.experimental.agent_loop.agent_loop"], "verl"),
+            ("topoeval.integrations.skyrl", ["skyrl_gym", "skyrl_gym.envs.base_text_env"], "skyrl")]
 
 
 @pytest.mark.parametrize("module,packages,extra", ADAPTERS, ids=[a[2] for a in ADAPTERS])
