@@ -59,9 +59,9 @@ eval: $(STAMP)
 OPENENV_VENV   := .venv-openenv
 VERIFIERS_VENV := .venv-verifiers
 # verl's agent loop and SkyRL's text env (docs/verl-skyrl.md): verl 0.9.1 on the CPU torch (TORCH), and
-# skyrl-gym 0.4.0, each in its own virtualenv. First install here (cold pip cache, the two at once, 2 cores shared
-# with other jobs): .venv-verl 336 s and 2.5 GB, .venv-skyrl 219 s and 1.1 GB (`du -sh`; most of the latter is
-# topoeval's own dependencies).
+# skyrl-gym 0.4.0, each in its own virtualenv. Installs here (2 cores shared with other jobs): .venv-verl 336 s cold
+# and 412 s warm under load, 2.5 GB; .venv-skyrl 219 s and 217 s, 1.1 GB (`du -sh`; most of the latter is
+# topoeval's own dependencies); their tests about 30 s and 10 s (docs/verl-skyrl.md).
 VERL_VENV      := .venv-verl
 SKYRL_VENV     := .venv-skyrl
 VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
