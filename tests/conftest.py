@@ -115,7 +115,7 @@ LLAMA_SERVER_FILES = (
     "tests/models/test_llama_server_faults.py", "tests/models/test_llama_server_isolation.py",
     "tests/models/test_llamacpp.py",
     "tests/models/test_llamacpp_build.py", "tests/models/test_llamacpp_template.py", "tests/models/test_weights.py",
-    "tests/runner/test_identity.py", "tests/training/test_grpo.py",
+    "tests/runner/test_identity.py", "tests/training/test_grpo.py", "tests/integrations/test_trl.py",
 )
 
 

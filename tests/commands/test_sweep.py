@@ -204,3 +204,51 @@ def test_two_points_reach_two_servers_by_their_own_api_base(tmp_path, topoeval_c
 def test_two_points_may_not_share_a_name(tmp_path):
     with pytest.raises(UserError, match="share the model name 'oracle'"):
         run_sweep("wiki_to_travel", [SweepPoint(step=1, model="oracle"), SweepPoint(step=2, model="oracle")], tmp_path)
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+def test_peft_checkpoints_of_the_embedded_model_are_converted_once_and_evaluated(tmp_path, topoeval_cmd):
+    """A trainer's folder of PEFT LoRA checkpoints of the embedded model (made here with peft, untrained but not
+    zero: init_lora_weights=False): converted to GGUF LoRAs once, cached by their sha256, and evaluated on
+    topoeval's llama-server beside the base (--base, step 0)."""
+    pytest.importorskip("peft", reason="training is an optional extra (topoeval[train])")
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from topoeval.training.base_model import load_base
+    from topoeval.training.lora_gguf import converter_dir
+    from topoeval.training.sft import TARGET_MODULES
+
+    try:
+        converter_dir(fetch=False)
+    except UserError as exc:
+        pytest.skip(f"llama.cpp's converter is not cached (make install fetches it): {exc}")
+    base = load_base()
+    model = base.model
+    for step, seed in ((2, 1), (4, 2)):
+        torch.manual_seed(seed)
+        peft_model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=TARGET_MODULES,
+                                                      task_type="CAUSAL_LM", init_lora_weights=False))
+        peft_model.save_pretrained(tmp_path / "trl" / f"checkpoint-{step}")
+        model = peft_model.unload()
+    out = tmp_path / "sweep"
+    args = ["wiki_to_travel", "--checkpoints", tmp_path / "trl", "--base", "smollm2-135m", "--tasks", "1",
+            "--max-turns", "2", "--max-tokens", "32", "--out", out]
+    proc = _run(topoeval_cmd, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count(": converted ") == 2 and "step 4: converted" in proc.stdout
+    ggufs = {p: p.stat().st_mtime_ns for p in (out / "adapters").glob("*.gguf")}
+    assert len(ggufs) == 2
+    again = _run(topoeval_cmd, *args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.count(": cached ") == 2 and ": converted " not in again.stdout  # the cache, hit
+    assert {p: p.stat().st_mtime_ns for p in (out / "adapters").glob("*.gguf")} == ggufs
+    sweep = json.loads((out / "summary.json").read_text())
+    assert [(p["step"], p.get("name", p["model"])) for p in sweep["points"]] == [
+        (0, "smollm2-135m"), (2, "step-2"), (4, "step-4")]
+    assert all(p["n"] == 1 for c in sweep["curves"] for p in c["success"])
+    episodes = [json.loads(line) for line in (out / "run" / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 6 and not [e for e in episodes if e["status"] == "error"]
+    wiki = {e["model"]: e["messages"] for e in episodes if e["topology"] == "wiki"}
+    assert wiki["step-2"] != wiki["smollm2-135m"] and wiki["step-4"] != wiki["step-2"]  # each adapter applied
