@@ -23,8 +23,8 @@ def test_every_must_be_positive():
 @pytest.mark.local_model
 @pytest.mark.slow
 def test_the_callback_logs_what_a_sweep_of_the_same_checkpoints_gives(tmp_path, topoeval_cmd):
-    """The embedded model trained 4 SFT steps (256 tokens) with a checkpoint every 2: the callback evaluates
-    checkpoint-2 and checkpoint-4 as they are saved; a sweep of the same folder afterwards gives the same means."""
+    """The embedded model trained 4 SFT steps with a checkpoint every 2: the callback evaluates
+    checkpoint-2 and checkpoint-4 as they are saved (4 oracle conversations, untruncated: the tools alone pass 256 tokens); a sweep of the same folder afterwards gives the same means."""
     pytest.importorskip("trl", reason="training is an optional extra (topoeval[train])")
     from transformers import TrainerCallback
 
@@ -46,7 +46,7 @@ def test_the_callback_logs_what_a_sweep_of_the_same_checkpoints_gives(tmp_path, 
     limits = {"max_turns": 2, "max_tokens": 32}
     live = TransferCallback("wiki_to_travel", tasks=1, out=tmp_path / "live", **limits)
     work = tmp_path / "work"
-    cfg = TrainConfig(protocol="wiki_to_travel", n=4, max_steps=4, save_steps=2, max_length=256, keep_checkpoints=True,
+    cfg = TrainConfig(protocol="wiki_to_travel", n=4, max_steps=4, save_steps=2, keep_checkpoints=True,
                       gguf=False, work_dir=work, out_dir=tmp_path / "adapters", bf16=False)
     train(cfg, callbacks=[live, Seen()])
     assert sorted(live.logged) == [2, 4]
