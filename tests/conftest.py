@@ -116,7 +116,7 @@ LLAMA_SERVER_FILES = (
     "tests/models/test_llamacpp.py",
     "tests/models/test_llamacpp_build.py", "tests/models/test_llamacpp_template.py", "tests/models/test_weights.py",
     "tests/runner/test_identity.py", "tests/runner/test_run_concurrency.py",
-    "tests/training/test_grpo.py",
+    "tests/training/test_grpo.py", "tests/integrations/test_trl.py",
 )
 
 

@@ -3,6 +3,7 @@ policies stand in for checkpoints here: their scores are known)."""
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,151 @@ def test_a_sweep_evaluates_real_checkpoints_of_the_embedded_model(tmp_path, topo
                 for m in ("smollm2-135m", "smollm2-135m-wiki-rt-step3")}
     assert by_model["smollm2-135m"] != by_model["smollm2-135m-wiki-rt-step3"]  # the checkpoint's adapter is applied
     assert "travel (ood) success" in (out / "report.md").read_text()
+
+
+# -- topoeval sweep PROTOCOL: any models as points ---------------------------------------------------------------
+
+STANDIN = Path(__file__).resolve().parents[1] / "serve_standin.py"
+
+
+def _run(topoeval_cmd, *args, **kw):
+    return subprocess.run([*topoeval_cmd, "sweep", *map(str, args)], capture_output=True, text=True, **kw)
+
+
+def test_points_from_the_command_line_and_a_file_make_one_curve(tmp_path, topoeval_cmd):
+    (tmp_path / "points.yaml").write_text("5: oracle-quit-early\n10: {model: oracle}\n")
+    out = tmp_path / "sweep"
+    proc = _run(topoeval_cmd, "wiki_to_travel", "--point", "0=noop", "--points", tmp_path / "points.yaml",
+                "--tasks", "2", "--out", out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sweep = json.loads((out / "summary.json").read_text())
+    assert sweep["schema"] == SCHEMA and [p["step"] for p in sweep["points"]] == [0, 5, 10]
+    assert [p["model"] for p in sweep["curves"][1]["success"]] == ["noop", "oracle-quit-early", "oracle"]
+    assert [p["mean"] for p in sweep["curves"][1]["success"]] == [0.0, 0.0, 1.0]
+    assert "travel (ood) success rose from 0.00 to its peak 1.00 at the last step, 10." in proc.stdout
+    assert (out / "sweep.png").is_file() and "## The shape" in (out / "report.md").read_text()
+    # resumable: the same command runs nothing again
+    lines = (out / "run" / "episodes.jsonl").read_text()
+    assert _run(topoeval_cmd, "wiki_to_travel", "--point", "0=noop", "--points", tmp_path / "points.yaml",
+                "--tasks", "2", "--out", out).returncode == 0
+    assert (out / "run" / "episodes.jsonl").read_text() == lines
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--point", "x=oracle"], "the step must be a whole number"),
+    (["--point", "3"], "write STEP=MODEL"),
+    (["--point", "0=noop", "--base", "oracle"], "two points at step 0"),
+    (["--points", "{tmp}/absent.yaml"], "no such file"),
+    (["--points", "{tmp}/bad.yaml"], "unknown key 'api'"),
+    (["--serve", "x {port} {path}"], "goes with --checkpoints"),
+    (["--work-dir", "w"], "--work-dir goes with a training record"),
+    ([], "name the points of the curve"),
+    (["--checkpoints", "{tmp}"], "no checkpoint-<step>/ or global_step_<step>/ folders"),
+])
+def test_a_mistake_in_the_points_is_one_line(tmp_path, topoeval_cmd, args, message):
+    (tmp_path / "bad.yaml").write_text("3: {model: oracle, api: x}\n")
+    proc = _run(topoeval_cmd, "wiki_to_travel", *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_training_record_takes_no_protocol_form_flags(tmp_path, topoeval_cmd):
+    proc = _run(topoeval_cmd, tmp_path / "x.json", "--point", "0=noop")
+    assert proc.returncode == 2 and "--point goes with a protocol" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _standin(tmp_path, variant: str, pid_dir):
+    """A stand-in server process on its own port (the points file's two servers)."""
+    import socket
+    import sys
+    import time
+    import urllib.request
+
+    folder = tmp_path / variant
+    folder.mkdir()
+    (folder / "variant.txt").write_text(variant)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(STANDIN), "--port", str(port), "--path", str(folder), "--name",
+                             "served", "--pid-dir", str(pid_dir)])
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
+            return proc, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the stand-in server did not start")
+
+
+def test_two_points_reach_two_servers_by_their_own_api_base(tmp_path, topoeval_cmd):
+    a, url_a = _standin(tmp_path, "oracle-quit-early", tmp_path / "pids")
+    b, url_b = _standin(tmp_path, "oracle", tmp_path / "pids")
+    try:
+        (tmp_path / "points.yaml").write_text(
+            f"1: {{model: direct:served, api_base: '{url_a}', name: first}}\n"
+            f"2: {{model: direct:served, api_base: '{url_b}', name: second}}\n")
+        out = tmp_path / "sweep"
+        proc = _run(topoeval_cmd, "wiki_to_travel", "--points", tmp_path / "points.yaml", "--tasks", "2", "--out", out)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    finally:
+        a.kill()
+        b.kill()
+    sweep = json.loads((out / "summary.json").read_text())
+    travel = sweep["curves"][1]
+    assert [p["model"] for p in travel["success"]] == ["first", "second"]
+    assert [p["mean"] for p in travel["success"]] == [0.0, 1.0]  # each point got its own server's answers
+    assert "api_base" not in json.dumps(sweep["points"])  # a server's port is no part of the sweep's record
+
+
+def test_two_points_may_not_share_a_name(tmp_path):
+    with pytest.raises(UserError, match="share the model name 'oracle'"):
+        run_sweep("wiki_to_travel", [SweepPoint(step=1, model="oracle"), SweepPoint(step=2, model="oracle")], tmp_path)
+
+
+@pytest.mark.local_model
+@pytest.mark.slow
+def test_peft_checkpoints_of_the_embedded_model_are_converted_once_and_evaluated(tmp_path, topoeval_cmd):
+    """A trainer's folder of PEFT LoRA checkpoints of the embedded model (made here with peft, untrained but not
+    zero: init_lora_weights=False): converted to GGUF LoRAs once, cached by their sha256, and evaluated on
+    topoeval's llama-server beside the base (--base, step 0)."""
+    pytest.importorskip("peft", reason="training is an optional extra (topoeval[train])")
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from topoeval.training.base_model import load_base
+    from topoeval.training.lora_gguf import converter_dir
+    from topoeval.training.sft import TARGET_MODULES
+
+    try:
+        converter_dir(fetch=False)
+    except UserError as exc:
+        pytest.skip(f"llama.cpp's converter is not cached (make install fetches it): {exc}")
+    base = load_base()
+    model = base.model
+    for step, seed in ((2, 1), (4, 2)):
+        torch.manual_seed(seed)
+        peft_model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=TARGET_MODULES,
+                                                      task_type="CAUSAL_LM", init_lora_weights=False))
+        peft_model.save_pretrained(tmp_path / "trl" / f"checkpoint-{step}")
+        model = peft_model.unload()
+    out = tmp_path / "sweep"
+    args = ["wiki_to_travel", "--checkpoints", tmp_path / "trl", "--base", "smollm2-135m", "--tasks", "1",
+            "--max-turns", "2", "--max-tokens", "32", "--out", out]
+    proc = _run(topoeval_cmd, *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count(": converted ") == 2 and "step 4: converted" in proc.stdout
+    ggufs = {p: p.stat().st_mtime_ns for p in (out / "adapters").glob("*.gguf")}
+    assert len(ggufs) == 2
+    again = _run(topoeval_cmd, *args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.count(": cached ") == 2 and ": converted " not in again.stdout  # the cache, hit
+    assert {p: p.stat().st_mtime_ns for p in (out / "adapters").glob("*.gguf")} == ggufs
+    sweep = json.loads((out / "summary.json").read_text())
+    assert [(p["step"], p.get("name", p["model"])) for p in sweep["points"]] == [
+        (0, "smollm2-135m"), (2, "step-2"), (4, "step-4")]
+    assert all(p["n"] == 1 for c in sweep["curves"] for p in c["success"])
+    episodes = [json.loads(line) for line in (out / "run" / "episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 6 and not [e for e in episodes if e["status"] == "error"]
+    wiki = {e["model"]: e["messages"] for e in episodes if e["topology"] == "wiki"}
+    assert wiki["step-2"] != wiki["smollm2-135m"] and wiki["step-4"] != wiki["step-2"]  # each adapter applied

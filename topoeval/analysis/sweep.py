@@ -4,7 +4,10 @@ A sweep evaluates the checkpoints of one training run (one model per checkpoint,
 optimizer step it was saved at; step 0 is the policy training started from) in one run folder.
 :func:`sweep_curves` reads that run's summary and gives, for each topology of the protocol (ID, each
 OOD test, each ladder step, in the protocol's order) and each metric (``success``, ``dq``), the
-curve against the step: mean, bootstrap 95 % CI over tasks and n, as the run's cells have them.
+curve against the step: mean, bootstrap 95 % CI over tasks and n, as the run's cells have them —
+and the curve's shape named (:mod:`topoeval.analysis.sweep_shape`): where it peaked, whether the end
+fell below the peak by more than the tie rule ("peaked early at step k"), and how the OOD curves
+moved with the ID curve (Pearson and Spearman over the steps).
 """
 
 from __future__ import annotations
@@ -22,11 +25,35 @@ class SweepPoint(BaseModel):
 
     step: int = Field(description="Optimizer step the checkpoint was saved at (0: the policy training started from).")
     model: str = Field(description="Model string the run evaluates for it (an adapter name, or any model).")
+    name: str | None = Field(default=None, description=(
+        "Its model name in the run and the curves (default: ``model``); two points may share a model string "
+        "(one served name on two servers) but not a name."))
+    api_base: str | None = Field(default=None, description=(
+        "The OpenAI-compatible server this point is reached at (None: the run's api_base); how two points reach "
+        "two servers."))
+    lora: str | None = Field(default=None, description=(
+        "A GGUF LoRA adapter file applied to ``model`` (a GGUF model, or the embedded one) per request on "
+        "topoeval's llama-server."))
+    serve: str | None = Field(default=None, description=(
+        "A server command template (topoeval.models.managed_server) topoeval starts for this point, waits for, "
+        "evaluates ``model`` (``direct:NAME``) against and stops; points whose filled templates are the same (one "
+        "``{lora_modules}`` server) share one server."))
+    path: str | None = Field(default=None, description="The checkpoint's weights folder (``{path}`` of ``serve``).")
+    weights: str | None = Field(default=None, description=(
+        "A fingerprint of the checkpoint's weights (a served checkpoint): a resumed sweep refuses a checkpoint "
+        "whose weights changed under the same name."))
+
+    @property
+    def label(self) -> str:
+        """Its model name in the run."""
+        return self.name or self.model
 
 
 def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: str = "0-shot",
                  training: dict[str, Any] | None = None) -> dict[str, Any]:
     """The sweep's summary (schema :data:`SCHEMA`): per topology and metric, the curve over ``points``."""
+    from topoeval.analysis.sweep_shape import sweep_shapes
+
     cells = {(c["model"], c["topology"]): c for c in summary["cells"] if c["baseline"] == baseline}
     topologies: list[tuple[str, str]] = []
     for c in summary["cells"]:
@@ -39,14 +66,15 @@ def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: st
         for metric in METRICS:
             series = []
             for p in sorted(points, key=lambda p: p.step):
-                m = ((cells.get((p.model, topology)) or {}).get("metrics") or {}).get(metric) or {}
-                series.append({"step": p.step, "model": p.model, "mean": m.get("mean"), "ci95": m.get("ci95"),
-                               "n": m.get("n", 0)})
+                m = ((cells.get((p.label, topology)) or {}).get("metrics") or {}).get(metric) or {}
+                series.append({"step": p.step, "model": p.label, "mean": m.get("mean"), "ci95": m.get("ci95"),
+                               "n": m.get("n", 0), "std": m.get("std"), "se": m.get("se")})
             entry[metric] = series
         curves.append(entry)
     return {"schema": SCHEMA, "protocol": summary["protocol"], "run_id": summary.get("run_id"), "baseline": baseline,
-            "points": [p.model_dump() for p in sorted(points, key=lambda p: p.step)], "training": training or {},
-            "curves": curves, "peaks": _peaks(curves)}
+            "points": [p.model_dump(exclude_none=True, exclude={"api_base"})
+                       for p in sorted(points, key=lambda p: p.step)],
+            "training": training or {}, "curves": curves, "peaks": _peaks(curves), **sweep_shapes(curves)}
 
 
 def _peaks(curves: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -63,17 +63,40 @@ def train(
     fresh: Annotated[bool, typer.Option(help="Discard earlier checkpoints instead of resuming.")] = False,
     dry_run: Annotated[bool, typer.Option(help="sft: export and tokenize the data, print its size, train "
                                                "nothing.")] = False,
+    transfer_every: Annotated[int | None, typer.Option(min=1, help="Evaluate the weights on the protocol's ID and OOD "
+                                                                   "topologies every this many steps while training "
+                                                                   "(topoeval.integrations.trl.TransferCallback).")
+                              ] = None,
+    transfer_tasks: Annotated[int, typer.Option(min=1, help="--transfer-every: test tasks per topology.")] = 4,
+    transfer_max_turns: Annotated[int | None, typer.Option(min=1, help="--transfer-every: turn limit.")] = None,
+    transfer_max_tokens: Annotated[int | None, typer.Option(min=1, help="--transfer-every: tokens per turn.")] = None,
+    transfer_out: Annotated[Path | None, typer.Option(help="--transfer-every: the sweep folder (default "
+                                                           "<work dir>/transfer).")] = None,
 ) -> None:
     """Fine-tune the embedded model with LoRA on the protocol's train topology (CPU) and write a GGUF adapter:
     SFT on the oracle's conversations, or GRPO with topoeval's environment and reward (--method grpo). The same
     command resumes an interrupted run (needs the 'train' extra; docs/training.md)."""
     command = "topoeval " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["train"] else f"topoeval train {protocol}"
+    callbacks = None
+    if transfer_every is not None:
+        if dry_run:
+            raise UserError("--transfer-every evaluates while training; --dry-run trains nothing")
+        from topoeval.integrations.trl import TransferCallback
+
+        work = work_dir or Path("runs") / "train" / (name or _default_name(protocol, method))
+        folder = transfer_out or work / "transfer"
+        limits: dict[str, Any] = {k: v for k, v in (("max_turns", transfer_max_turns),
+                                                    ("max_tokens", transfer_max_tokens)) if v}
+        callbacks = [TransferCallback(protocol, tasks=transfer_tasks, every=transfer_every, out=folder,
+                                      base="smollm2-135m" if base == "embedded" and method == "sft" else None,
+                                      **limits)]
     if method == "grpo":
         return _grpo(protocol, command, n=n, max_steps=max_steps, learning_rate=learning_rate, init=init,
                      num_generations=num_generations, prompts_per_step=prompts_per_step, beta=beta,
                      temperature=temperature, reward=_reward(reward), max_turns=max_turns, turn_tokens=turn_tokens,
                      max_completion_tokens=max_completion_tokens, seed=seed, name=name, base=base,
-                     save_steps=save_steps, threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh)
+                     save_steps=save_steps, threads=threads, out_dir=out_dir, work_dir=work_dir, fresh=fresh,
+                     callbacks=callbacks)
     if method != "sft":
         raise UserError(f"--method must be sft or grpo, not '{method}'")
     from topoeval.training.sft import TrainConfig
@@ -83,7 +106,7 @@ def train(
                       data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name,
                       base=base, save_steps=save_steps or 25, keep_checkpoints=keep_checkpoints, threads=threads,
                       out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run, bf16=bf16)
-    result = run_training(cfg, command)
+    result = run_training(cfg, command, callbacks)
     rec = result.record
     if dry_run:
         t = rec["tokens"]
@@ -97,13 +120,24 @@ def train(
                f"training; wrote {result.gguf or result.adapter_dir} and {result.record_path}")
 
 
-def _grpo(protocol: str, command: str, **opts) -> None:
+def _default_name(protocol: str, method: str) -> str:
+    """The adapter name topoeval train gives (smollm2-135m-<train topology>[-grpo])."""
+    from topoeval.models.adapters import adapter_name, grpo_adapter_name
+    from topoeval.protocol.loader import load_protocol
+
+    train = load_protocol(protocol).train
+    if train is None:
+        raise UserError(f"{protocol}: names no train topology")
+    return grpo_adapter_name(train.name) if method == "grpo" else adapter_name(train.name)
+
+
+def _grpo(protocol: str, command: str, callbacks: list | None = None, **opts) -> None:
     from topoeval.training.diagnostics import summary
     from topoeval.training.grpo import GrpoConfig, train_grpo
 
     defaults = {"n": 200, "max_steps": 40, "learning_rate": 5e-5, "save_steps": 8}
     opts = {k: (defaults[k] if v is None and k in defaults else v) for k, v in opts.items()}
-    result = train_grpo(GrpoConfig(protocol=protocol, **opts), command)
+    result = train_grpo(GrpoConfig(protocol=protocol, **opts), command, callbacks)
     rec, s = result.record, summary(result.record["diagnostics"])
     typer.echo(f"{result.name}: {rec['steps']} GRPO steps, reward {s.get('reward_first')} -> {s.get('reward_last')}, "
                f"zero-std group share {s.get('zero_std_share')}, {rec['seconds']['per_step']} s a step; wrote "

@@ -66,14 +66,23 @@ def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
     plot = plot_sweep(sweep, out / PLOT)
     table = sweep_table(sweep)
     t = sweep.get("training") or {}
-    intro = (f"Checkpoints of `{t.get('model', '?')}` ({t.get('method', '?')}, every {t.get('every', '?')} steps) on "
+    if t.get("model"):
+        what = f"Checkpoints of `{t['model']}` ({t.get('method', '?')}, every {t.get('every', '?')} steps)"
+    elif t.get("checkpoints"):
+        what = f"The checkpoints in `{t['checkpoints']}`" + (f" (every {t['every']} steps)" if t.get("every") else "")
+    else:
+        what = f"{len(sweep['points'])} models as points"
+    intro = (f"{what} on "
              f"`{sweep['protocol']}`, baseline {sweep['baseline']}; mean [bootstrap 95 % CI over tasks]. "
              f"Run folder: `{sweep.get('run_dir', '')}`.")
-    peaks = [f"- {p['topology']} ({p['role']}) {p['metric']}: {p['first']:.2f} at the start, peak {p['peak']:.2f} at "
-             f"step {p['peak_step']}, {p['last']:.2f} at the end" for p in sweep["peaks"]]
+    shape = [f"- {s['sentence']}" for s in sweep.get("shapes", [])]
+    corr = [f"- {c['sentence']}" for c in sweep.get("correlations", [])]
+    peaks = shape + corr
     md = [f"# Transfer over training: {sweep['protocol']}", "", intro, "", f"![curves]({PLOT})", "",
           "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
-    md += ["| " + " | ".join(r) + " |" for r in table[1:]] + ["", *peaks, ""]
+    md += ["| " + " | ".join(r) + " |" for r in table[1:]]
+    md += ["", "## The shape", "", "Peaks (the tie rule: a difference under 2 × the larger noise of the two points "
+           "is a tie):", "", *shape, "", "ID–OOD correlation over the steps:", "", *corr, ""]
     write_atomic(out / "report.md", "\n".join(md))
     cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in table[1:])
     page = (f"<!doctype html><meta charset='utf-8'><title>sweep {html.escape(sweep['protocol'])}</title>"

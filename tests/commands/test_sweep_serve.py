@@ -1,0 +1,143 @@
+"""topoeval sweep PROTOCOL --checkpoints DIR --serve TEMPLATE: a server per checkpoint (or one for every LoRA
+checkpoint) that topoeval starts, uses and stops — and never leaves behind (normal end, SIGTERM, kill -9).
+
+The server is tests/serve_standin.py, a real OpenAI-compatible server process whose "weights" are a
+reference policy named in each checkpoint folder's variant.txt, so the curve is known."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+STANDIN = Path(__file__).resolve().parents[1] / "serve_standin.py"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def _pids(pid_dir: Path) -> list[int]:
+    return [json.loads(p.read_text())["pid"] for p in sorted(pid_dir.glob("*.pid"))] if pid_dir.is_dir() else []
+
+
+def _checkpoints(root: Path, lora: bool) -> Path:
+    """checkpoint-2 (quits early), checkpoint-4 (the oracle), global_step_6 (does nothing): a curve that
+    peaks early at step 4. Full weights (config.json + safetensors) or PEFT LoRA files (contents unread)."""
+    runs = root / "run"
+    for folder, variant in (("checkpoint-2", "oracle-quit-early"), ("checkpoint-4", "oracle"),
+                            ("global_step_6", "noop")):
+        where = runs / folder
+        if folder.startswith("global_step") and not lora:
+            where = where / "actor" / "huggingface"
+        elif folder.startswith("global_step"):
+            where = where / "actor" / "lora_adapter"
+        where.mkdir(parents=True)
+        if lora:
+            (where / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "Qwen/Qwen3-0.6B"}))
+            (where / "adapter_model.safetensors").write_bytes(folder.encode())
+        else:
+            (where / "config.json").write_text("{}")
+            (where / "model.safetensors").write_bytes(folder.encode())
+        (where / "variant.txt").write_text(variant)
+    return runs
+
+
+def _sweep(topoeval_cmd, runs: Path, out: Path, template: str, *extra: str, **kw):
+    cmd = [*topoeval_cmd, "sweep", "wiki_to_travel", "--checkpoints", str(runs), "--serve", template, "--tasks", "2",
+           "--out", str(out), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def _template(pid_dir: Path, *extra: str) -> str:
+    return f"{sys.executable} {STANDIN} --port {{port}} --pid-dir {pid_dir} " + " ".join(extra)
+
+
+def test_a_server_per_checkpoint_is_started_used_and_stopped(tmp_path, topoeval_cmd):
+    runs, pid_dir, out = _checkpoints(tmp_path, lora=False), tmp_path / "pids", tmp_path / "sweep"
+    proc = _sweep(topoeval_cmd, runs, out, _template(pid_dir, "--path {path} --name {name}"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pids = _pids(pid_dir)
+    assert len(pids) == 3 and not [p for p in pids if _alive(p)]  # one server per checkpoint, none left
+    sweep = json.loads((out / "summary.json").read_text())
+    assert [(p["step"], p["model"]) for p in sweep["points"]] == [(2, "direct:step-2"), (4, "direct:step-4"),
+                                                                  (6, "direct:step-6")]
+    assert sweep["points"][2]["path"].endswith("global_step_6/actor/huggingface")
+    wiki = sweep["curves"][0]
+    assert [p["model"] for p in wiki["success"]] == ["step-2", "step-4", "step-6"]
+    assert [p["mean"] for p in wiki["success"]] == [0.0, 1.0, 0.0]
+    shape = next(s for s in sweep["shapes"] if s["topology"] == "wiki" and s["metric"] == "success")
+    assert shape["peaked_early"] and shape["peak_step"] == 4
+    assert "wiki (id) success peaked early at step 4 (1.00) and ended at 0.00 at step 6" in proc.stdout
+    # the same command again: every episode is there, no server is started
+    again = _sweep(topoeval_cmd, runs, out, _template(pid_dir, "--path {path} --name {name}"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(_pids(pid_dir)) == 3
+
+
+def test_one_server_carries_every_lora_checkpoint(tmp_path, topoeval_cmd):
+    runs, pid_dir, out = _checkpoints(tmp_path, lora=True), tmp_path / "pids", tmp_path / "sweep"
+    proc = _sweep(topoeval_cmd, runs, out, _template(pid_dir, "--lora-modules {lora_modules}"), "--every", "4")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pids = _pids(pid_dir)
+    assert len(pids) == 1 and not _alive(pids[0])
+    sweep = json.loads((out / "summary.json").read_text())
+    assert [p["step"] for p in sweep["points"]] == [4, 6]  # --every 4 keeps 4 and the last
+    assert [p["mean"] for p in sweep["curves"][1]["success"]] == [1.0, 0.0]
+
+
+def test_a_server_that_cannot_start_is_one_line(tmp_path, topoeval_cmd):
+    runs, pid_dir = _checkpoints(tmp_path, lora=False), tmp_path / "pids"
+    proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", _template(pid_dir, "--path {path} --fail"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "exited with code 3 before answering" in proc.stderr and "refusing to start" in proc.stderr
+    proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", "x --port {port} {weights}")
+    assert proc.returncode == 2 and "unknown field {weights}" in proc.stderr
+
+
+def test_full_weights_without_a_server_ask_for_one(tmp_path, topoeval_cmd):
+    runs = _checkpoints(tmp_path, lora=False)
+    proc = subprocess.run([*topoeval_cmd, "sweep", "wiki_to_travel", "--checkpoints", str(runs)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "full weights; evaluate them on a server: --serve" in proc.stderr
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "kill -9"])
+def test_no_server_outlives_a_stopped_sweep(tmp_path, topoeval_cmd, how):
+    """The sweep is stopped while its first server answers (slowly); its server goes with it: stopped by
+    topoeval on SIGTERM, killed by the kernel (PR_SET_PDEATHSIG) on kill -9."""
+    runs, pid_dir = _checkpoints(tmp_path, lora=False), tmp_path / "pids"
+    template = _template(pid_dir, "--path {path} --name {name} --delay 0.5")
+    proc = subprocess.Popen([*topoeval_cmd, "sweep", "wiki_to_travel", "--checkpoints", str(runs), "--serve",
+                             template, "--tasks", "2", "--out", str(tmp_path / "sweep")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _pids(pid_dir) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        pids = _pids(pid_dir)
+        assert pids and proc.poll() is None, proc.stderr.read() if proc.poll() is not None else "no server started"
+        time.sleep(1.5)  # it answers episodes now
+        assert proc.poll() is None and all(_alive(p) for p in pids)
+        os.kill(proc.pid, how)
+        proc.wait(30)
+        deadline = time.monotonic() + 15
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [p for p in pids if _alive(p)]
+        if how == signal.SIGTERM:
+            assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in _pids(pid_dir):
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
