@@ -389,7 +389,7 @@ def serve_mcp(
 def publish(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run folders to publish.")],
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
-    private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
+    private: Annotated[bool, typer.Option(help="Make the repo private (an existing public one too).")] = False,
     dry_run: Annotated[bool, typer.Option(help="Write the folder that would be uploaded (into --out) "
                                                "instead.")] = False,
     out: Annotated[Path | None, typer.Option(help="With --dry-run: the folder to write.")] = None,
