@@ -12,6 +12,7 @@ import typer
 from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
 from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.protocol.schema import MAX_SAMPLES, MAX_TASKS
 
 app = typer.Typer(
     add_completion=False,
@@ -40,8 +41,9 @@ def run(
     protocol: Annotated[str, typer.Argument(help="Protocol name under protocols/ or a path to a YAML file.")],
     model: Annotated[list[str], typer.Option("--model", "-m", help="Model to evaluate (repeatable).")],
     out: Annotated[Path | None, typer.Option(help="Run folder (default results/<protocol>/<run-id>).")] = None,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Override the test task count per topology.")] = None,
-    samples: Annotated[int | None, typer.Option(min=1, help="Override samples per task.")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, max=MAX_TASKS, help="Override the test task count per "
+                                                                          "topology.")] = None,
+    samples: Annotated[int | None, typer.Option(min=1, max=MAX_SAMPLES, help="Override samples per task.")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent episodes per model.")] = None,
     shots: Annotated[str | None, typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
@@ -239,7 +241,7 @@ def sensitivity(
              "cells) instead of suites.")] = None,
     suite: Annotated[list[str] | None, typer.Option("--suite", help="Suite(s), each checked alone (default: "
                                                                     "all).")] = None,
-    tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
+    tasks: Annotated[int, typer.Option(min=1, max=MAX_TASKS, help="Tasks per suite or topology.")] = 100,
     seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
 ) -> None:
@@ -281,8 +283,8 @@ def export(
     out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and "
                                            "topoeval_export.json).")],
     split: Annotated[Split, typer.Option(help="The task split to write.")] = Split.train,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Tasks to write (default: the protocol's count for the "
-                                                          "split).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, max=MAX_TASKS, help="Tasks to write (default: the protocol's "
+                                                                          "count for the split).")] = None,
     topology: Annotated[str | None, typer.Option(help="Topology to export (default: the protocol's train "
                                                       "topology).")] = None,
     seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,

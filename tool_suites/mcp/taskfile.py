@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from topoeval.core.answers import exact_match, normalize_answer
 from topoeval.core.suite import GoldCall
+from topoeval.core.yamlfile import YamlRejected, load_yaml
 
 Split = Literal["train", "dev", "test", "fewshot"]
 COMMAND_TIMEOUT_S = 30.0
@@ -204,7 +205,9 @@ def load_task_file(path: Path) -> TaskFile:
         if path.suffix == ".jsonl":
             raw: Any = {"name": path.stem, "tasks": [json.loads(line) for line in text.splitlines() if line.strip()]}
         else:
-            raw = yaml.safe_load(text) or {}
+            raw = load_yaml(text, str(path)) or {}
+    except YamlRejected as exc:
+        raise ValueError(str(exc)) from None
     except (OSError, yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot parse the task file: {exc}") from None
     try:

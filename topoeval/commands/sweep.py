@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from topoeval.protocol.schema import MAX_TASKS
+
 
 def sweep(
     training: Annotated[Path, typer.Argument(help="A training record (<name>.json from topoeval train) or the folder "
@@ -24,7 +26,8 @@ def sweep(
                                                        "./runs/train/<name>).")] = None,
     every: Annotated[int | None, typer.Option(min=1, help="Only checkpoints at multiples of this step (and the "
                                                           "last).")] = None,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Test tasks per topology (default: the protocol's).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, max=MAX_TASKS, help="Test tasks per topology (default: the "
+                                                                          "protocol's).")] = None,
     shots: Annotated[int, typer.Option(min=0, help="The baseline evaluated at every checkpoint.")] = 0,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,

@@ -36,7 +36,7 @@ from topoeval.core.policy import Policy
 from topoeval.core.users import UserSettings
 from topoeval.core.version import DECODING_VERSION
 from topoeval.models.options import ModelOptions
-from topoeval.protocol.schema import Protocol
+from topoeval.protocol.schema import MAX_SAMPLES, MAX_TASKS, Protocol
 from topoeval.runner.shards import Shard
 
 
@@ -50,8 +50,10 @@ class RunConfig(BaseModel):
         "Models to evaluate: names (``oracle``, ``smollm2-135m``, ``direct:NAME``, ``provider/model``, ...) "
         "or Policy objects."))
     out: Path | None = Field(default=None, description="The run folder (default results/<protocol>/<run-id>).")
-    tasks: int | None = Field(default=None, ge=1, description="Test tasks per topology (default: the protocol's).")
-    samples: int | None = Field(default=None, ge=1, description="Samples per task (default: the protocol's).")
+    tasks: int | None = Field(default=None, ge=1, le=MAX_TASKS, description=(
+        f"Test tasks per topology (default: the protocol's; at most {MAX_TASKS:,})."))
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES, description=(
+        f"Samples per task (default: the protocol's; at most {MAX_SAMPLES})."))
     shots: list[int] | None = Field(default=None, description="Keep only these baselines (shot counts) of the "
                                                               "protocol.")
     max_turns: int | None = Field(default=None, ge=1, description="Override the protocol's turns per episode.")
