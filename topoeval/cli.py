@@ -12,6 +12,7 @@ import typer
 from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
 from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.core.secrets import mask_secrets
 from topoeval.protocol.schema import MAX_SAMPLES, MAX_TASKS
 
 app = typer.Typer(
@@ -436,7 +437,7 @@ def main() -> None:
             print(line, file=sys.stderr)
         sys.exit(exc.exit_code)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {mask_secrets(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _interrupted()

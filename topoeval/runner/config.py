@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
+from topoeval.core.secrets import mask_url
 from topoeval.core.users import UserSettings
 from topoeval.core.version import DECODING_VERSION
 from topoeval.models.options import ModelOptions
@@ -138,12 +139,16 @@ class RunConfig(BaseModel):
         return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
     def record(self) -> dict[str, Any]:
-        """The whole configuration as run.json keeps it: models by name, paths as text, no API key."""
+        """The whole configuration as run.json keeps it: models by name, paths as text, no API key (nor
+        a credential inside an API base URL: :func:`topoeval.core.secrets.mask_url`)."""
         data = self.model_dump(mode="json", exclude={"protocol", "models", "model_options"})
         data["protocol"] = self.protocol.name if isinstance(self.protocol, Protocol) else str(self.protocol)
         data["models"] = [m.name if isinstance(m, Policy) else m for m in self.models]
         data["model_options"] = self.model_options.model_dump(mode="json", exclude={"api_key"})
         data["model_options"]["api_key"] = "(set)" if self.model_options.api_key else None
+        opts = data["model_options"]  # a credential in a URL (user:token@, ?api-key=) is masked too
+        opts["api_base"] = mask_url(opts["api_base"]) if opts.get("api_base") else opts.get("api_base")
+        opts["api_bases"] = [mask_url(u) for u in opts.get("api_bases") or []]
         return data
 
     def settings(self, protocol: Protocol) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.policy import REFUSAL_PREFIX, ContextLimitError, EpisodeContext, Policy, RefusalError, SamplingParams
+from topoeval.core.secrets import mask_secrets
 from topoeval.core.state import state_diff
 from topoeval.core.suite import Suite, Task, World, WorldError
 from topoeval.core.users import active_user
@@ -159,7 +160,7 @@ class EpisodeState:
 
     def fail(self, error: str) -> None:
         """End the episode on a policy or world failure (recorded, never raised)."""
-        self.errors.append(error)
+        self.errors.append(mask_secrets(error))  # a URL's credential never reaches episodes.jsonl
         self.status = "error"
 
     def close(self) -> None:
