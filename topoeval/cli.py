@@ -360,12 +360,16 @@ def serve_model(
     slots: Annotated[int, typer.Option(min=1, help="Sequences decoded together (continuous batching).")] = 4,
     n_ctx: Annotated[int, typer.Option(min=256, help="Context window of each slot.")] = 8192,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+    api_key: Annotated[str | None, typer.Option(envvar="TOPOEVAL_SERVE_API_KEY", help=(
+        "The key clients must send (Authorization: Bearer KEY); default: a random one, printed.")),
+    ] = None,
 ) -> None:
     """Serve a local GGUF model with the llama-server topoeval runs (OpenAI-compatible /v1, per-request
-    LoRA adapters and grammars); Ctrl-C stops it. See docs/models.md."""
+    LoRA adapters and grammars; requests need its API key); Ctrl-C stops it. See docs/models.md."""
     from topoeval.models.serve_model import serve
 
-    serve(model, adapter or [], port, slots, n_ctx, threads, echo=lambda line: typer.echo(line, err=True))
+    serve(model, adapter or [], port, slots, n_ctx, threads, echo=lambda line: typer.echo(line, err=True),
+          api_key=api_key)
 
 
 @app.command("serve-mcp")
