@@ -342,13 +342,17 @@ def serve_openenv(
     metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
     suites_dir: SuitesDir = None,
+    other_protocol: Annotated[list[str] | None, typer.Option("--protocol", help=(
+        "Another protocol a client's reset may name (repeatable); a reset naming any other is refused.")),
+    ] = None,
 ) -> None:
     """Serve any topology as an OpenEnv environment (needs the 'openenv' extra; see docs/training.md)."""
     from topoeval.integrations.openenv import serve
 
     typer.echo(f"OpenEnv server on http://{host}:{port} (WebSocket /ws, /schema, /health); Ctrl-C stops it", err=True)
     serve(host=host, port=port, protocol=protocol, topology=topology, split=split.value, metric=metric,
-          max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()))
+          max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()),
+          protocols=tuple(other_protocol or ()))
 
 
 @app.command("serve-model")
