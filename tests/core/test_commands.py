@@ -71,7 +71,8 @@ def test_a_refusal_is_recorded_and_raised():
 
 
 def test_fixture_and_check_commands_get_no_keys_unless_named(tmp_path, monkeypatch):
-    from topoeval_tool_suites.mcp.taskfile import build_fixture, run_command
+    load_mcp_suite()
+    from topoeval_suite_mcp.taskfile import build_fixture, run_command
 
     for name, value in {**SECRETS, "MY_TOOL_HOME": "/opt/tool", "LANG": "C.UTF-8"}.items():
         monkeypatch.setenv(name, value)
@@ -87,7 +88,8 @@ def test_fixture_and_check_commands_get_no_keys_unless_named(tmp_path, monkeypat
 
 
 def test_a_stdio_servers_environment_has_no_keys_unless_named(tmp_path, monkeypatch):
-    from topoeval_tool_suites.mcp.params import ServerSpec
+    load_mcp_suite()
+    from topoeval_suite_mcp.params import ServerSpec
 
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
@@ -101,7 +103,8 @@ def test_a_stdio_servers_environment_has_no_keys_unless_named(tmp_path, monkeypa
 
 
 def test_the_task_files_pass_env_reaches_the_episodes_commands(tmp_path):
-    from topoeval_tool_suites.mcp.taskfile import load_task_file
+    load_mcp_suite()
+    from topoeval_suite_mcp.taskfile import load_task_file
 
     path = tmp_path / "t.yaml"
     path.write_text("name: t\npass_env: [GIT_SSH_COMMAND]\ntasks:\n  - {name: a, instruction: hi, answer: x}\n")
@@ -111,3 +114,11 @@ def test_the_task_files_pass_env_reaches_the_episodes_commands(tmp_path):
 def test_the_base_environment_holds_no_credential():
     assert not [n for n in BASE_ENV if any(s in n for s in ("KEY", "TOKEN", "SECRET", "PASSWORD", "AWS"))]
     assert set(command_env(env={"A": "1"})) <= {*BASE_ENV, "A"}
+
+
+def load_mcp_suite() -> None:
+    """Load the mcp suite as a run does (its folder becomes the package topoeval_suite_mcp); importing
+    topoeval_tool_suites.mcp.* directly would shadow that package's `mcp` entry-point function."""
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    SuiteRegistry().get("mcp")

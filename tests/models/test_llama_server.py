@@ -77,8 +77,9 @@ def test_serve_model_prints_a_random_key_or_takes_one(topoeval_cmd, tmp_path):
         env = {**os.environ, **({"TOPOEVAL_SERVE_API_KEY": given} if given else {})}
         log = tmp_path / f"serve-{port}.log"
         with open(log, "w") as err:
-            proc = subprocess.Popen([*topoeval_cmd, "serve-model", "--port", str(port), "--slots", "1", "--n-ctx", "512",
-                                     "--threads", "1"], stderr=err, stdout=subprocess.DEVNULL, env=env)
+            proc = subprocess.Popen([*topoeval_cmd, "serve-model", "--port", str(port), "--slots", "1",
+                                     "--n-ctx", "512", "--threads", "1"], stderr=err, stdout=subprocess.DEVNULL,
+                                    env=env)
         try:
             deadline = time.monotonic() + 180
             while "Bearer" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:

@@ -172,8 +172,9 @@ def bomb(key: str = "x", levels: int = 10) -> str:
 
 
 def test_a_billion_laughs_task_file_and_overlay_are_one_line(tmp_path):
-    from topoeval_tool_suites.mcp.annotations import load_overlay
-    from topoeval_tool_suites.mcp.taskfile import load_task_file
+    load_mcp_suite()
+    from topoeval_suite_mcp.annotations import load_overlay
+    from topoeval_suite_mcp.taskfile import load_task_file
 
     tasks = write(tmp_path, "name: t\n" + bomb("description") + "tasks: []\n", "tasks.yaml")
     kind, message, seconds = in_child(load_task_file, tasks)
@@ -207,6 +208,14 @@ def test_every_shipped_yaml_file_is_within_the_bounds():
         check_events(path.read_text(encoding="utf-8"), str(path))
 
 
+def load_mcp_suite() -> None:
+    """Load the mcp suite as a run does (its folder becomes the package topoeval_suite_mcp); importing
+    topoeval_tool_suites.mcp.* directly would shadow that package's `mcp` entry-point function."""
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    SuiteRegistry().get("mcp")
+
+
 if __name__ == "__main__":  # the figures the docs quote
     import tempfile
 
@@ -216,3 +225,4 @@ if __name__ == "__main__":  # the figures the docs quote
             path = write(Path(tmp), protocol_text(params))
             kind, message, seconds = in_child(load_protocol, path)
             print(f"{label}: {len(path.read_bytes())} bytes, {kind} in {seconds * 1000:.1f} ms: {message[:90]}")
+
