@@ -69,7 +69,7 @@ def bare_server_steps(convs, tools, max_tokens: int) -> float:
             if json_schema is not None:
                 body["json_schema"] = json_schema
             req = urllib.request.Request(server.api_base + "/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+                                         headers=server.headers)
             with urllib.request.urlopen(req) as r:  # blocking on purpose: no event loop work in between
                 d = json.loads(r.read())
             return d["choices"][0]["text"], d["usage"]["prompt_tokens"], d["usage"]["completion_tokens"]

@@ -112,7 +112,8 @@ def echo_protocol(tmp_path):
 #: at once in a trial with plain ``--dist loadfile`` and a 2-minute file took over 6.
 LLAMA_SERVER_FILES = (
     "tests/commands/test_sweep.py", "tests/formats/test_embedded_formats.py", "tests/models/test_adapters.py",
-    "tests/models/test_llama_server_faults.py", "tests/models/test_llama_server_isolation.py",
+    "tests/models/test_llama_server.py", "tests/models/test_llama_server_faults.py",
+    "tests/models/test_llama_server_isolation.py",
     "tests/models/test_llamacpp.py",
     "tests/models/test_llamacpp_build.py", "tests/models/test_llamacpp_template.py", "tests/models/test_weights.py",
     "tests/runner/test_identity.py", "tests/runner/test_run_concurrency.py",

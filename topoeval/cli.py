@@ -14,6 +14,8 @@ from topoeval.commands.help_format import plain_flags
 from topoeval.commands.spellings import check_spellings
 from topoeval.core.choices import Executor, ExportFormat, Split, ToolMode
 from topoeval.core.errors import ProtocolErrors, UserError
+from topoeval.core.secrets import mask_secrets
+from topoeval.protocol.schema import MAX_SAMPLES, MAX_TASKS
 
 plain_flags()  # `--help`, not `--help <bool>`, under every supported typer
 app = typer.Typer(
@@ -43,8 +45,9 @@ def run(
     protocol: Annotated[str, typer.Argument(help="Protocol name under protocols/ or a path to a YAML file.")],
     model: Annotated[list[str], typer.Option("--model", "-m", help="Model to evaluate (repeatable).")],
     out: Annotated[Path | None, typer.Option(help="Run folder (default results/<protocol>/<run-id>).")] = None,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Override the test task count per topology.")] = None,
-    samples: Annotated[int | None, typer.Option(min=1, help="Override samples per task.")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, max=MAX_TASKS, help="Override the test task count per "
+                                                                          "topology.")] = None,
+    samples: Annotated[int | None, typer.Option(min=1, max=MAX_SAMPLES, help="Override samples per task.")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent episodes per model.")] = None,
     shots: Annotated[str | None, typer.Option(help="Only these baselines, e.g. '0,1'.")] = None,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
@@ -258,7 +261,7 @@ def sensitivity(
              "cells) instead of suites.")] = None,
     suite: Annotated[list[str] | None, typer.Option("--suite", help="Suite(s), each checked alone (default: "
                                                                     "all).")] = None,
-    tasks: Annotated[int, typer.Option(min=1, help="Tasks per suite or topology.")] = 100,
+    tasks: Annotated[int, typer.Option(min=1, max=MAX_TASKS, help="Tasks per suite or topology.")] = 100,
     seed: Annotated[int, typer.Option(help="Task seed (suites; a protocol uses its own).")] = 0,
     suites_dir: SuitesDir = None,
 ) -> None:
@@ -300,8 +303,8 @@ def export(
     out: Annotated[Path, typer.Option(help="Output folder (gets <split>.parquet, or sft.parquet, and "
                                            "topoeval_export.json).")],
     split: Annotated[Split, typer.Option(help="The task split to write.")] = Split.train,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Tasks to write (default: the protocol's count for the "
-                                                          "split).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, max=MAX_TASKS, help="Tasks to write (default: the protocol's "
+                                                                          "count for the split).")] = None,
     topology: Annotated[str | None, typer.Option(help="Topology to export (default: the protocol's train "
                                                       "topology).")] = None,
     seed: Annotated[int, typer.Option(help="Task seed when exporting a bare suite.")] = 0,
@@ -371,13 +374,17 @@ def serve_openenv(
     metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
     suites_dir: SuitesDir = None,
+    other_protocol: Annotated[list[str] | None, typer.Option("--protocol", help=(
+        "Another protocol a client's reset may name (repeatable); a reset naming any other is refused.")),
+    ] = None,
 ) -> None:
     """Serve any topology as an OpenEnv environment (needs the 'openenv' extra; see docs/training.md)."""
     from topoeval.integrations.openenv import serve
 
     typer.echo(f"OpenEnv server on http://{host}:{port} (WebSocket /ws, /schema, /health); Ctrl-C stops it", err=True)
     serve(host=host, port=port, protocol=protocol, topology=topology, split=split.value, metric=metric,
-          max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()))
+          max_sessions=max_sessions, suites_dirs=tuple(str(d) for d in suites_dir or ()),
+          protocols=tuple(other_protocol or ()))
 
 
 @app.command("serve-model")
@@ -389,12 +396,16 @@ def serve_model(
     slots: Annotated[int, typer.Option(min=1, help="Sequences decoded together (continuous batching).")] = 4,
     n_ctx: Annotated[int, typer.Option(min=256, help="Context window of each slot.")] = 8192,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+    api_key: Annotated[str | None, typer.Option(envvar="TOPOEVAL_SERVE_API_KEY", help=(
+        "The key clients must send (Authorization: Bearer KEY); default: a random one, printed.")),
+    ] = None,
 ) -> None:
     """Serve a local GGUF model with the llama-server topoeval runs (OpenAI-compatible /v1, per-request
-    LoRA adapters and grammars); Ctrl-C stops it. See docs/models.md."""
+    LoRA adapters and grammars; requests need its API key); Ctrl-C stops it. See docs/models.md."""
     from topoeval.models.serve_model import serve
 
-    serve(model, adapter or [], port, slots, n_ctx, threads, echo=lambda line: typer.echo(line, err=True))
+    serve(model, adapter or [], port, slots, n_ctx, threads, echo=lambda line: typer.echo(line, err=True),
+          api_key=api_key)
 
 
 @app.command("serve-mcp")
@@ -421,7 +432,7 @@ def serve_mcp(
 def publish(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run folders to publish.")],
     repo: Annotated[str, typer.Option(help="Hub dataset repo, ORG/NAME.")],
-    private: Annotated[bool, typer.Option(help="Create the repo private.")] = False,
+    private: Annotated[bool, typer.Option(help="Make the repo private (an existing public one too).")] = False,
     dry_run: Annotated[bool, typer.Option(help="Write the folder that would be uploaded (into --out) "
                                                "instead.")] = False,
     out: Annotated[Path | None, typer.Option(help="With --dry-run: the folder to write.")] = None,
@@ -467,7 +478,7 @@ def main() -> None:
             print(line, file=sys.stderr)
         sys.exit(exc.exit_code)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {mask_secrets(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _interrupted()

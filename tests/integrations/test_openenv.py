@@ -124,6 +124,24 @@ def test_typed_client_malformed_calls_and_errors(server):
             env.reset(seed=0, metric="speed")
 
 
+def test_a_reset_names_only_the_protocols_the_operator_named(server, tmp_path):
+    """A client cannot choose a file of the host, nor a shipped protocol the operator did not name
+    (issue 43); the operator's --protocol list widens what a reset may name."""
+    from topoeval.integrations.openenv import TopoevalEnvironment
+    from topoeval.protocol.discovery import shipped_protocols_dir
+
+    elsewhere = tmp_path / "client_chose.yaml"
+    elsewhere.write_text((shipped_protocols_dir() / "wiki_hops.yaml").read_text())
+    with TopoevalClient(base_url=server).sync() as env:
+        for name in (str(elsewhere), "wiki_hops", "/etc/passwd"):
+            with pytest.raises(Exception, match="is not served here; this server serves"):
+                env.reset(protocol=name, split="test")
+        assert env.reset(protocol=PROTOCOL, topology="wiki", split="test", seed=0).observation.task_id
+    widened = TopoevalEnvironment(protocol=PROTOCOL, split="test", protocols=("wiki_hops",))
+    assert widened.reset(protocol="wiki_hops", seed=0).topology == "wiki-1-2hop"
+    widened.close()
+
+
 def test_no_world_process_outlives_its_episode_or_session(tmp_path):
     """Worlds that hold a process (a plain child: this virtualenv's mcp 1.x cannot run the mcp
     suite): closed when the episode is done, when a session resets before finishing, when the

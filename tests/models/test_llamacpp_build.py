@@ -1,9 +1,11 @@
 """The portable llama-server build and its install-time self-test."""
 
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,51 @@ def test_a_missing_server_is_one_line_naming_the_build_command(tmp_path, monkeyp
     monkeypatch.delenv("TOPOEVAL_LLAMA_SERVER", raising=False)
     with pytest.raises(llamacpp_build.UserError, match=r"not built .*-m topoeval.models.llamacpp_build"):
         llamacpp_build.server_binary()
+
+
+def test_the_sdist_is_checked_against_its_pinned_sha256_on_every_reuse(tmp_path, monkeypatch, topoeval_cmd):
+    """A damaged or replaced cached sdist is one line naming the file to delete (issue 43: the copy
+    in the cache was never checked again); the real cached copy passes."""
+    monkeypatch.setenv("TOPOEVAL_CACHE", str(tmp_path))
+    folder = tmp_path / "sdist"
+    folder.mkdir()
+    cached = folder / f"llama_cpp_python-{llamacpp_build.LLAMA_CPP_PYTHON}.tar.gz"
+    cached.write_bytes(b"not the sdist")
+    with pytest.raises(llamacpp_build.UserError) as exc:
+        llamacpp_build.fetch_sdist()
+    assert f"delete {cached} and run again" in str(exc.value) and "\n" not in str(exc.value)
+    proc = subprocess.run([*topoeval_cmd[:1], "-m", "topoeval.models.llamacpp_build", "--sdist"], capture_output=True,
+                          text=True, env={**os.environ, "TOPOEVAL_CACHE": str(tmp_path)})
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and str(cached) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    home = Path.home() / ".cache" / "topoeval" / "sdist" / cached.name
+    if not home.is_file():
+        pytest.skip(f"no cached sdist at {home} (make install downloads it)")
+    cached.unlink()
+    cached.symlink_to(home)
+    assert llamacpp_build.fetch_sdist() == cached  # the genuine file passes the same check
+
+
+def test_the_pinned_sha256_is_what_pip_is_asked_to_verify(tmp_path, monkeypatch):
+    """The download asks pip for --require-hashes with the pinned sha256 (no network here: pip is
+    replaced by a script that records its arguments and 'downloads' a wrong file)."""
+    monkeypatch.setenv("TOPOEVAL_CACHE", str(tmp_path))
+    seen = {}
+
+    def fake_run(argv, **kwargs):
+        seen["argv"] = argv
+        req = argv[argv.index("-r") + 1]
+        seen["requirements"] = open(req).read()
+        dest = argv[argv.index("-d") + 1]
+        open(f"{dest}/llama_cpp_python-{llamacpp_build.LLAMA_CPP_PYTHON}.tar.gz", "wb").write(b"tampered")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(llamacpp_build.subprocess, "run", fake_run)
+    with pytest.raises(llamacpp_build.UserError, match="is not the pinned"):
+        llamacpp_build.fetch_sdist()
+    assert "--require-hashes" in seen["argv"]
+    assert f"--hash=sha256:{llamacpp_build.SDIST_SHA256}" in seen["requirements"]
+    assert not list((tmp_path / "sdist").glob("*.tar.gz"))  # a bad download is never cached
 
 
 @pytest.mark.local_model
@@ -95,6 +142,7 @@ def test_the_sdist_is_downloaded_once_and_reused(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(llamacpp_build.subprocess, "run", fake_pip)
+    monkeypatch.setattr(llamacpp_build, "SDIST_SHA256", __import__("hashlib").sha256(b"sdist").hexdigest())
     first = llamacpp_build.fetch_sdist()
     second = llamacpp_build.fetch_sdist("for its GGUF converter")
     assert first == second == tmp_path / "sdist" / first.name

@@ -86,3 +86,23 @@ def test_protocols_and_suites_from_any_folder(tmp_path, topoeval_cmd):
     proc = subprocess.run([*topoeval_cmd, "validate", "mcp_git"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_a_file_in_the_current_folder_does_not_shadow_a_shipped_protocol(tmp_path, monkeypatch, cli):
+    """A bare name is a shipped protocol's (issue 43: a file called `wiki_to_travel` in the current
+    folder used to be read instead); a path must look like one (a separator, or .yaml/.yml)."""
+    from topoeval.core.errors import UserError
+    from topoeval.protocol.discovery import resolve_protocol_path, shipped_protocols_dir
+    from topoeval.protocol.loader import load_protocol
+
+    monkeypatch.chdir(tmp_path)
+    decoy = (shipped_protocols_dir() / "wiki_hops.yaml").read_text().replace("name: wiki_hops", "name: decoy")
+    (tmp_path / "wiki_to_travel").write_text(decoy)
+    assert resolve_protocol_path("wiki_to_travel") == shipped_protocols_dir() / "wiki_to_travel.yaml"
+    assert load_protocol("wiki_to_travel").name == "wiki_to_travel"
+    assert load_protocol("./wiki_to_travel").name == "decoy"  # as a path, it is the file
+    proc = cli("validate", "wiki_to_travel")
+    assert proc.returncode == 0 and proc.stdout.strip() == "wiki_to_travel: ok"
+    (tmp_path / "mine").write_text(decoy)
+    with pytest.raises(UserError, match="unknown protocol 'mine'.*write ./mine"):
+        resolve_protocol_path("mine")

@@ -2,8 +2,8 @@
 
 The real Hub cannot be reached from the test machines, so the upload path is exercised against
 this server: it implements the endpoints huggingface_hub calls for ``create_repo``,
-``hf_hub_download`` and ``create_commit`` (regular, non-LFS uploads), stores committed files in
-memory, and can fail chosen requests with a 5xx to exercise retries.
+``update_repo_settings`` (visibility), ``hf_hub_download`` and ``create_commit`` (regular, non-LFS
+uploads), stores committed files in memory, and can fail chosen requests with a 5xx to exercise retries.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeHub:
     def __init__(self):
         self.repos: dict[str, dict[str, bytes]] = {}
+        self.visibility: dict[str, str] = {}  # repo -> "public" | "private" (as created, or as its settings set)
         self.requests: list[dict] = []
         self.commits: list[dict] = []
         self.fail_next: list[tuple[str, str, int]] = []  # (method, path regex, status), each used once
@@ -68,7 +69,16 @@ class FakeHub:
                     if repo in hub.repos:
                         return self._reply(409, {"error": "You already created this dataset repo", "url": f"{hub.url}/datasets/{repo}"})
                     hub.repos[repo] = {}
+                    hub.visibility[repo] = req.get("visibility") or ("private" if req.get("private") else "public")
                     return self._reply(200, {"url": f"{hub.url}/datasets/{repo}"})
+                m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/settings", path)
+                if method == "PUT" and m:
+                    if m.group(1) not in hub.repos:
+                        return self._reply(404, {"error": "Repository not found"})
+                    settings = json.loads(body)
+                    if "visibility" in settings:
+                        hub.visibility[m.group(1)] = settings["visibility"]
+                    return self._reply(200, {})
                 if method == "POST" and path == "/api/validate-yaml":
                     return self._reply(200, {"errors": [], "warnings": []})
                 m = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/preupload/main", path)
@@ -103,5 +113,8 @@ class FakeHub:
 
             def do_POST(self):
                 self._handle("POST")
+
+            def do_PUT(self):
+                self._handle("PUT")
 
         return Handler

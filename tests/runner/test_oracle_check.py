@@ -35,12 +35,12 @@ def test_validate_oracle_names_each_unsupported_answer_and_failing_plan(tmp_path
     shutil.copy(EXAMPLE / "protocol.yaml", tmp_path / "protocol.yaml")
     text = (EXAMPLE / "tasks.yaml").read_text()
     (tmp_path / "tasks.yaml").write_text(text)
-    ok = cli("validate", "--oracle", str(tmp_path / "protocol.yaml"))
+    ok = cli("validate", "--oracle", "--allow-commands", str(tmp_path / "protocol.yaml"))
     assert ok.returncode == 0 and "ok (the oracle's plan checked" in ok.stdout, ok.stdout + ok.stderr
     # a wrong expected answer the oracle would repeat (success 1.0 in a run), and arguments the server rejects
     (tmp_path / "tasks.yaml").write_text(text.replace('answer: "08:30"', 'answer: "08:00"').replace(
         "time: \"09:15\", target_timezone: Asia/Tokyo", "time: \"09:15\", target_timezone: Asia/Tokio"))
-    bad = cli("validate", "--oracle", str(tmp_path / "protocol.yaml"))
+    bad = cli("validate", "--oracle", "--allow-commands", str(tmp_path / "protocol.yaml"))
     assert bad.returncode == 2
     lines = bad.stderr.strip().splitlines()
     assert any("task 'tokyo-to-kolkata'" in line and "expected answer '08:00' is not supported by the observations "

@@ -60,3 +60,56 @@ def test_a_worker_that_dies_is_retried_by_ray(local_ray, tmp_path, echo_protocol
     assert marker.exists() and res.new_episodes == 8
     summary = json.loads((out / "summary.json").read_text())
     assert sum(c["n_episodes"] for c in summary["cells"]) == 8
+
+
+def test_the_api_key_reaches_ray_tasks_through_their_environment_not_their_arguments(local_ray, tmp_path,
+                                                                                      echo_protocol, fixture_suites,
+                                                                                      monkeypatch):
+    """The key is not in what a task is pickled with (issue 43); the task still sends it (a real local
+    server records the Authorization header of every request, the tasks' included)."""
+    import cloudpickle
+    from aiohttp import web
+
+    from tests.chat_server import ThreadedChatServer
+    from topoeval.models.options import ModelOptions
+
+    secret = "sk-topoevalRayKey0123456789"
+
+    class KeyServer(ThreadedChatServer):
+        def __init__(self):
+            self.auth: list[str | None] = []
+            self.start()
+
+        async def _chat(self, request):
+            await request.read()
+            self.auth.append(request.headers.get("Authorization"))
+            return web.json_response({"choices": [{"index": 0, "finish_reason": "stop",
+                                                   "message": {"role": "assistant", "content": "no idea"}}],
+                                      "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+    sent: list[bytes] = []
+    real_remote = ray.remote
+
+    class Recording:  # a remote function whose calls' arguments are pickled here as Ray pickles them
+        def __init__(self, made):
+            self.made = made
+
+        def remote(self, *task_args):
+            sent.append(cloudpickle.dumps(task_args))
+            return self.made.remote(*task_args)
+
+    def recording_remote(*args, **kwargs):  # ray.remote(**options)(fn), as ray_executor calls it
+        decorate = real_remote(*args, **kwargs)
+        return lambda fn: Recording(decorate(fn))
+
+    monkeypatch.setattr(ray, "remote", recording_remote)
+    server = KeyServer()
+    try:
+        res = topoeval.run_protocol(echo_protocol(n=2), ["direct:m"], tmp_path / "run", suites_dirs=[fixture_suites],
+                                    executor="ray", workers=2,
+                                    model_options=ModelOptions(api_base=server.api_base, api_key=secret))
+    finally:
+        server.stop()
+    assert res.new_episodes == 4 and res.errors == 0
+    assert len(sent) == 2 and all(secret.encode() not in blob for blob in sent)
+    assert len(server.auth) >= 5 and set(server.auth) == {f"Bearer {secret}"}  # preflight + the tasks' requests

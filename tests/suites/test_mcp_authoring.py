@@ -58,7 +58,7 @@ def test_a_misspelled_tool_in_a_gold_plan_is_one_line_of_validate_naming_the_tas
     protocol = example_copy(tmp_path / "authored", misspelled)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = subprocess.run([*topoeval_cmd, "validate", str(protocol)], capture_output=True, text=True, timeout=300,
+    proc = subprocess.run([*topoeval_cmd, "validate", "--allow-commands", str(protocol)], capture_output=True, text=True, timeout=300,
                           cwd=elsewhere)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -94,7 +94,7 @@ def test_relative_paths_resolve_from_the_protocol_folder_not_the_cwd(tmp_path, t
     decoy = tmp_path / "cwd"
     decoy.mkdir()
     (decoy / "tasks.yaml").write_text(misspelled((EXAMPLE / "tasks.yaml").read_text()))  # a tasks.yaml in the cwd
-    proc = subprocess.run([*topoeval_cmd, "validate", str(protocol)], capture_output=True, text=True, timeout=300,
+    proc = subprocess.run([*topoeval_cmd, "validate", "--allow-commands", str(protocol)], capture_output=True, text=True, timeout=300,
                           cwd=decoy)
     assert proc.returncode == 0 and proc.stdout.strip().endswith(": ok"), proc.stdout + proc.stderr
     monkeypatch.chdir(decoy)

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from topoeval.core.commands import commands_allowed
 from topoeval.core.errors import UserError
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets, derive_topology
 from topoeval.core.messages import AssistantMessage
@@ -53,7 +54,7 @@ def list_server_tools(params: McpParams) -> list[Any]:
             workdir.mkdir()
             steps = [s.model_dump(exclude_none=True) for s in tf.fixture_steps(tf.tasks[0].fixture)]
             try:
-                build_fixture(steps, workdir, tf.env)
+                build_fixture(steps, workdir, tf.env, tf.pass_env)
             except RuntimeError as exc:
                 raise UserError(f"{params.tasks}: task '{tf.tasks[0].name}': {exc}") from None
             try:
@@ -90,9 +91,10 @@ class McpSuite(FixedPoolSuite[McpParams]):
         if self._derived is None:
             self._derived = self._declared
             try:
-                params = self.parse_params(self.default_params)
-                self._derived = self._declared.model_copy(
-                    update={"tools": self.tools_for(params), "topology": self.topology_for(params)})
+                with commands_allowed():  # the suite's own default server (shipped or installed), not a protocol's
+                    params = self.parse_params(self.default_params)
+                    self._derived = self._declared.model_copy(
+                        update={"tools": self.tools_for(params), "topology": self.topology_for(params)})
             except (UserError, ValueError, ValidationError):
                 pass
         return self._derived
@@ -191,7 +193,7 @@ class McpSuite(FixedPoolSuite[McpParams]):
                 "name": spec.name, "file": tf.name,
                 "server": params.server.model_dump(mode="json"),
                 "fixture": [s.model_dump(exclude_none=True) for s in tf.fixture_steps(spec.fixture)],
-                "env": tf.env, "state": tf.state,
+                "env": tf.env, "state": tf.state, **({"pass_env": tf.pass_env} if tf.pass_env else {}),
                 "checks": [c.model_dump(exclude_defaults=True) for c in spec.checks],
                 "answer": spec.answer, "answer_aliases": spec.answer_aliases, "answer_contains": spec.answer_contains,
                 "final": spec.final,

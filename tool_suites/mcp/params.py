@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PrivateAttr, model_serializer, model_validator
 
+from topoeval.core.commands import command_env, guard
 from topoeval.core.errors import UserError
 from topoeval.core.paths import current_protocol_folder, relative_base
 
@@ -50,6 +51,9 @@ class ServerSpec(BaseModel):
         "'{workdir}' is passed as a pathlib.Path.",
     )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment of a stdio server.")
+    pass_env: list[str] = Field(default_factory=list, description=(
+        "Variables of topoeval's own environment a stdio server gets besides the base set (PATH, HOME, the "
+        "locale, ...: topoeval.core.commands.BASE_ENV), e.g. [GITHUB_TOKEN]; nothing else is passed."))
     timeout_s: PositiveFloat = Field(default=30.0, description="Seconds one tool call may take.")
     startup_timeout_s: PositiveFloat = Field(default=60.0, description="Seconds the server may take to start.")
 
@@ -60,6 +64,14 @@ class ServerSpec(BaseModel):
         if self.object is not None and ":" not in self.object:
             raise ValueError(f"object '{self.object}' must be 'module:function'")
         return self
+
+    @model_serializer(mode="wrap")
+    def _unset_pass_env_left_out(self, handler: Any) -> dict[str, Any]:
+        """Leave pass_env out while empty (a task's data holds this dump: its hash stays as before)."""
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("pass_env"):
+            data.pop("pass_env", None)
+        return data
 
     @property
     def transport(self) -> str:
@@ -80,10 +92,12 @@ class ServerSpec(BaseModel):
         from .taskfile import substitute
 
         if self.command:
+            guard(f"MCP server command '{' '.join(self.command)}'")
             argv = [sys.executable if a == "{python}" else substitute(a, str(workdir)) for a in self.command]
-            return StdioServerParameters(command=argv[0], args=argv[1:], env=substitute(self.env, str(workdir)),
-                                         cwd=str(workdir))
+            return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(workdir),
+                                         env=command_env(self.pass_env, substitute(self.env, str(workdir))))
         module, _, name = self.object.partition(":")
+        guard(f"import of module '{module}' (MCP server object '{self.object}')")
         try:
             factory = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as exc:

@@ -23,7 +23,6 @@ any of their strings is that folder.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -33,7 +32,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from topoeval.core.answers import exact_match, normalize_answer
+from topoeval.core.commands import command_env, guard
 from topoeval.core.suite import GoldCall
+from topoeval.core.yamlfile import YamlRejected, load_yaml
 
 Split = Literal["train", "dev", "test", "fewshot"]
 COMMAND_TIMEOUT_S = 30.0
@@ -149,6 +150,10 @@ class TaskFile(BaseModel):
     name: str = Field(min_length=1, description="Label of the tool vocabulary (schema_name: 'mcp-<name>').")
     description: str = Field(default="", description="What the tasks exercise.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment of fixture and check commands.")
+    pass_env: list[str] = Field(default_factory=list, description=(
+        "Variables of topoeval's own environment the fixture, state and check commands get besides the base set "
+        "(PATH, HOME, the locale, ...: topoeval.core.commands.BASE_ENV); nothing else is passed, so API keys and "
+        "tokens stay behind unless named here."))
     state: list[list[str]] = Field(default_factory=list, description="Commands whose outputs form the snapshot.")
     fixtures: dict[str, Fixture | list[FixtureStep]] = Field(default_factory=dict, description="Named fixtures.")
     tasks: list[TaskSpec] = Field(min_length=1, description="The tasks.")
@@ -204,7 +209,9 @@ def load_task_file(path: Path) -> TaskFile:
         if path.suffix == ".jsonl":
             raw: Any = {"name": path.stem, "tasks": [json.loads(line) for line in text.splitlines() if line.strip()]}
         else:
-            raw = yaml.safe_load(text) or {}
+            raw = load_yaml(text, str(path)) or {}
+    except YamlRejected as exc:
+        raise ValueError(str(exc)) from None
     except (OSError, yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot parse the task file: {exc}") from None
     try:
@@ -228,13 +235,17 @@ def substitute(value: Any, workdir: str) -> Any:
     return value
 
 
-def run_command(argv: list[str], workdir: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """Run one fixture or check command in ``workdir`` (no shell, bounded time)."""
-    return subprocess.run(substitute(argv, str(workdir)), cwd=workdir, env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+def run_command(argv: list[str], workdir: Path, env: dict[str, str],
+                pass_env: list[str] | tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run one fixture or check command in ``workdir`` (no shell, bounded time), with the base
+    environment, the ``pass_env`` variables and ``env`` only (:func:`topoeval.core.commands.command_env`)."""
+    guard(f"command '{' '.join(argv)}'")
+    return subprocess.run(substitute(argv, str(workdir)), cwd=workdir, env=command_env(pass_env, env),
+                          capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
 
 
-def build_fixture(steps: list[dict[str, Any]], workdir: Path, env: dict[str, str]) -> None:
+def build_fixture(steps: list[dict[str, Any]], workdir: Path, env: dict[str, str],
+                  pass_env: list[str] | tuple[str, ...] = ()) -> None:
     """Carry out fixture steps (as dumped dicts) in ``workdir``; RuntimeError names a failing step."""
     for i, step in enumerate(steps):
         if step.get("write") is not None:
@@ -246,7 +257,7 @@ def build_fixture(steps: list[dict[str, Any]], workdir: Path, env: dict[str, str
                 target.write_text(content, encoding="utf-8")
         else:
             try:
-                proc = run_command(step["run"], workdir, env)
+                proc = run_command(step["run"], workdir, env, pass_env)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise RuntimeError(f"fixture step {i} {step['run']}: {exc}") from None
             if proc.returncode != 0:

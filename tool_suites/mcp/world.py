@@ -34,21 +34,22 @@ _TEMPLATES: dict[str, Path] = {}
 _template_root: Path | None = None
 
 
-def materialize(steps: list[dict[str, Any]], env: dict[str, str], workdir: Path) -> None:
+def materialize(steps: list[dict[str, Any]], env: dict[str, str], workdir: Path,
+                pass_env: list[str] | tuple[str, ...] = ()) -> None:
     """Fill ``workdir`` from fixture ``steps``: built once per process into a template folder, then
     copied (steps that mention ``{workdir}`` are run in place every time)."""
     global _template_root
     if "{workdir}" in json.dumps(steps):
-        build_fixture(steps, workdir, env)
+        build_fixture(steps, workdir, env, pass_env)
         return
-    key = json.dumps([steps, env], sort_keys=True)
+    key = json.dumps([steps, env, list(pass_env)], sort_keys=True)
     if key not in _TEMPLATES:
         if _template_root is None:
             _template_root = Path(tempfile.mkdtemp(prefix="topoeval-fixtures-"))
             atexit.register(shutil.rmtree, _template_root, True)
         template = _template_root / str(len(_TEMPLATES))
         template.mkdir()
-        build_fixture(steps, template, env)
+        build_fixture(steps, template, env, pass_env)
         _TEMPLATES[key] = template
     shutil.copytree(_TEMPLATES[key], workdir, symlinks=True, dirs_exist_ok=True)
 
@@ -74,7 +75,7 @@ class McpWorld(World):
         self.tools: dict[str, dict[str, Any]] = data["tools"]
         self.user = User(data["slots"], [o for objs in data["targets"].values() for o in objs], self.events)
         try:
-            materialize(data["fixture"], data["env"], self.workdir)
+            materialize(data["fixture"], data["env"], self.workdir, data.get("pass_env", ()))
         except RuntimeError as exc:
             self.close()
             raise UserError(f"task '{data['name']}' of {data['file']}: {exc}") from None
@@ -121,7 +122,7 @@ class McpWorld(World):
         out = {}
         for argv in self.data["state"]:
             try:
-                proc = run_command(argv, self.workdir, self.data["env"])
+                proc = run_command(argv, self.workdir, self.data["env"], self.data.get("pass_env", ()))
                 out[" ".join(argv)] = self._redact((proc.stdout + proc.stderr).strip())
             except (OSError, subprocess.TimeoutExpired) as exc:
                 out[" ".join(argv)] = f"error: {exc}"
@@ -131,7 +132,8 @@ class McpWorld(World):
         """(passed, output) of one check; a check that cannot run fails with the reason as output."""
         if check.command is not None:
             try:
-                proc = run_command(check.command, self.workdir, self.data["env"])
+                proc = run_command(check.command, self.workdir, self.data["env"],
+                                   self.data.get("pass_env", ()))
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return False, f"error: {exc}"
             output = proc.stdout if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr.strip()}"

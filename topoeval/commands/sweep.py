@@ -24,6 +24,7 @@ from typing import Annotated, Any
 import typer
 
 from topoeval.core.errors import UserError
+from topoeval.protocol.schema import MAX_TASKS
 
 
 def is_training_record_arg(target: str) -> bool:
@@ -58,7 +59,8 @@ def sweep(
                                                        "(default: recorded, else ./runs/train/<name>).")] = None,
     every: Annotated[int | None, typer.Option(min=1, help="Only checkpoints at multiples of this step (and the "
                                                           "last).")] = None,
-    tasks: Annotated[int | None, typer.Option(min=1, help="Test tasks per topology (default: the protocol's).")] = None,
+    tasks: Annotated[int | None, typer.Option(min=1, max=MAX_TASKS, help="Test tasks per topology (default: the "
+                                                                          "protocol's).")] = None,
     shots: Annotated[int, typer.Option(min=0, help="The baseline evaluated at every checkpoint.")] = 0,
     max_turns: Annotated[int | None, typer.Option(min=1, help="Override the protocol's turn limit.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Override the protocol's tokens per turn.")] = None,

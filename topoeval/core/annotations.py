@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Effect, ToolSpec
+from topoeval.core.yamlfile import YamlRejected, load_yaml
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -72,7 +73,9 @@ def load_model_file(path: Path, model: type[ModelT], *, what: str = "", error: t
     """
     if raw is None:
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+        except YamlRejected as exc:
+            raise error(str(exc)) from None
         except (OSError, yaml.YAMLError) as exc:
             raise error(f"{path}: cannot read{what}: {exc}") from None
     try:

@@ -7,7 +7,10 @@ stateless one-shot routes; ``/schema``, ``/health`` and the task API are served 
 
 - ``reset(seed=i, topology=..., protocol=..., split=..., metric=..., max_turns=...)`` starts task
   ``i`` of the split (the task ``topoeval run`` draws at that position; ``index=`` is the same);
-  unset arguments take the server's defaults. The observation carries the system and user
+  unset arguments take the server's defaults. ``protocol`` must be one its operator named at start
+  (the default protocol, and each ``--protocol`` of ``serve-openenv``): a client never chooses a file
+  of the host, and what a protocol runs (an MCP server, fixture commands) is the operator's choice.
+  The observation carries the system and user
   messages and the tools: OpenAI function schemas plus MCP's hints (``annotations``) and
   topoeval's own (``topoeval``: effect, idempotent, parallel_safe, needs_confirmation) — OpenEnv's
   ``Tool`` model forbids extra fields, so the annotations travel in the observation.
@@ -101,9 +104,12 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its world; nothing is shared
 
     def __init__(self, protocol: str = "wiki_to_travel", topology: str | None = None, split: str = "train",
-                 metric: str | dict[str, float] = "success", suites_dirs: tuple[str, ...] = ()):
+                 metric: str | dict[str, float] = "success", suites_dirs: tuple[str, ...] = (),
+                 protocols: tuple[str, ...] = ()):
         super().__init__()
         self.defaults: dict[str, Any] = {"protocol": protocol, "topology": topology, "split": split, "metric": metric}
+        #: what a reset's ``protocol`` may name: the default and the others the operator named
+        self.served = tuple(dict.fromkeys([protocol, *protocols]))
         self.suites_dirs = suites_dirs
         self._next = itertools.count()
         self._tasks: TopologyTasks | None = None
@@ -116,6 +122,10 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
         if protocol is None:
             protocol = self.defaults["protocol"]
             topology = topology or self.defaults["topology"]
+        elif protocol not in self.served:
+            raise UserError(f"protocol {protocol[:200]!r} is not served here; this server serves "
+                            f"{', '.join(repr(p) for p in self.served)} (its operator names them: "
+                            "topoeval serve-openenv PROTOCOL --protocol OTHER ...)")
         return load_topology_tasks(protocol, topology, split or self.defaults["split"], max_turns=max_turns,
                                    suites_dirs=self.suites_dirs)
 
@@ -191,10 +201,15 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
 
 
 def make_app(protocol: str = "wiki_to_travel", topology: str | None = None, split: str = "train",
-             metric: str | dict[str, float] = "success", max_sessions: int = 64, suites_dirs: tuple[str, ...] = ()):
-    """The FastAPI app OpenEnv builds around :class:`TopoevalEnvironment` (one per WebSocket session)."""
+             metric: str | dict[str, float] = "success", max_sessions: int = 64, suites_dirs: tuple[str, ...] = (),
+             protocols: tuple[str, ...] = ()):
+    """The FastAPI app OpenEnv builds around :class:`TopoevalEnvironment` (one per WebSocket session);
+    a reset may name ``protocol`` or one of ``protocols`` (the operator's choice), nothing else."""
     load_topology_tasks(protocol, topology, split, suites_dirs=suites_dirs)  # a bad protocol fails here, once
-    factory = functools.partial(TopoevalEnvironment, protocol, topology, split, metric, tuple(suites_dirs))
+    for other in protocols:
+        load_topology_tasks(other, None, split, suites_dirs=suites_dirs)
+    factory = functools.partial(TopoevalEnvironment, protocol, topology, split, metric, tuple(suites_dirs),
+                                tuple(protocols))
     return create_app(factory, TopoevalAction, TopoevalObservation, env_name=ENV_NAME,
                       max_concurrent_envs=max_sessions, state_cls=TopoevalState)
 

@@ -10,6 +10,7 @@ from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 from topoeval.core.replies import bound_reply
+from topoeval.core.secrets import mask_secrets
 from topoeval.formats import ToolFormat, default_format, get_format, resolve_format, suite_format
 from topoeval.models.options import ModelOptions
 from topoeval.models.retry import PermanentError, with_retries
@@ -65,11 +66,11 @@ class ChatPolicy(Policy):
         try:
             await self.complete(PREFLIGHT_MESSAGES, [], PREFLIGHT_SAMPLING)
         except PermanentError as exc:
-            raise UserError(" ".join(f"model '{self.name}': {exc}; {exc.fix}".split())) from None
+            raise UserError(mask_secrets(" ".join(f"model '{self.name}': {exc}; {exc.fix}".split()))) from None
         except UserError:
             raise
         except Exception as exc:
-            detail = " ".join(str(exc).split())[:200]
+            detail = " ".join(mask_secrets(str(exc)).split())[:200]
             return (f"model '{self.name}': the preflight request failed ({type(exc).__name__}: {detail}); "
                     "its episodes retry, and those that still fail are recorded as errors")
         return None

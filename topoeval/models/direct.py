@@ -16,6 +16,7 @@ import aiohttp
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, SamplingParams
+from topoeval.core.secrets import mask_url
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, ReplicaPool, episode_pin
@@ -106,7 +107,7 @@ class DirectPolicy(ChatPolicy):
         try:
             return message_from_openai(data["choices"][0]["message"], data.get("usage"))
         except (KeyError, IndexError, TypeError) as exc:
-            raise RuntimeError(f"malformed response from {self.url}: {str(data)[:200]!r}") from exc
+            raise RuntimeError(f"malformed response from {mask_url(self.url)}: {str(data)[:200]!r}") from exc
 
     async def post_json(self, endpoint: str, body: dict[str, Any]) -> Any:
         """POST ``body`` to ``endpoint`` (e.g. ``/chat/completions``) of the episode's replica; the
@@ -136,7 +137,7 @@ class DirectPolicy(ChatPolicy):
         try:  # invalid UTF-8 or a lone surrogate escape: read what can be read (bound_reply cleans the text)
             return json.loads(raw.decode("utf-8", "replace"))
         except (ValueError, RecursionError) as exc:
-            raise RuntimeError(f"malformed response from {url}: {raw[:200]!r}") from exc
+            raise RuntimeError(f"malformed response from {mask_url(url)}: {raw[:200]!r}") from exc
 
     def _refused(self, status: int, raw: bytes) -> Exception:
         """A 4xx answer (not 408/429) as the exception the runner and the preflight act on."""

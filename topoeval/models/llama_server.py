@@ -13,6 +13,12 @@ prompt cache (``cache_prompt``) stays: the policy uses it within an episode only
 a saved state of the episode's shared prefix into its slot (``--slot-save-path``, a folder of the
 server's own that goes with it; :mod:`topoeval.models.prefix_states`).
 
+Only its owner's requests are served: every server gets a random API key of its own (or the one
+given), passed in its environment (``LLAMA_API_KEY``: not on its command line, which any local
+user can read); llama-server refuses a request without it (401) except ``/health``. The client
+sends it as ``Authorization: Bearer <key>`` (:attr:`LlamaServer.headers`), so no other local
+process can erase or restore slots, swap adapters (``/lora-adapters``) or take slots during a run.
+
 Lifecycle (docs/models.md, "Local models"):
 
 - started in a session (process group) of its own, on a free loopback port, its log in a file;
@@ -32,6 +38,7 @@ import atexit
 import ctypes
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -52,6 +59,11 @@ class ServerDied(Exception):
         super().__init__(reason + (f" (last log line: {log_tail})" if log_tail else ""))
         self.reason = reason
         self.log_tail = log_tail
+
+
+def new_api_key() -> str:
+    """A random key for one server (32 URL-safe characters)."""
+    return secrets.token_urlsafe(24)
 
 
 def free_port() -> int:
@@ -81,8 +93,11 @@ class LlamaServer:
 
     def __init__(self, binary: str | Path, model: str, loras: list[str] | tuple[str, ...] = (), slots: int = 4,
                  n_ctx: int = 8192, n_threads: int | None = None, port: int | None = None,
-                 startup_timeout_s: float = 120.0, extra_args: tuple[str, ...] = (), wait: bool = True):
+                 startup_timeout_s: float = 120.0, extra_args: tuple[str, ...] = (), wait: bool = True,
+                 api_key: str | None = None):
         self.binary, self.model, self.loras = str(binary), model, list(loras)
+        #: the key every request but /health must carry (module docstring); random unless given
+        self.api_key = api_key or new_api_key()
         self.slots, self.n_ctx = slots, n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
         self.port = port or free_port()
@@ -107,6 +122,7 @@ class LlamaServer:
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
             cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, "LLAMA_API_KEY": self.api_key},
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         atexit.register(self.stop)
@@ -120,6 +136,11 @@ class LlamaServer:
     @property
     def api_base(self) -> str:
         return self.url + "/v1"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What every request to the server carries: its key, as a bearer token."""
+        return {"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"}
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -167,8 +188,7 @@ class LlamaServer:
 
     def post_sync(self, path: str, body: dict[str, Any], timeout_s: float = 120.0) -> dict[str, Any]:
         """One blocking request (the self-test and the bench); :class:`ServerDied` if the process died."""
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), headers=self.headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout_s) as r:
                 return json.loads(r.read())

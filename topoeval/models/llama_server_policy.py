@@ -48,7 +48,7 @@ from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import SamplingParams
 from topoeval.models.adapters import file_sha256
 from topoeval.models.direct import DirectPolicy
-from topoeval.models.llama_server import LlamaServer, ServerDied, free_port
+from topoeval.models.llama_server import LlamaServer, ServerDied, free_port, new_api_key
 from topoeval.models.llamacpp_format import for_chatml_function_calling
 from topoeval.models.llamacpp_tools import END, complete_with_tools
 from topoeval.models.openai_format import message_from_openai
@@ -80,6 +80,8 @@ class SharedServer:
     def __init__(self, binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int):
         self.binary, self.model, self.n_ctx, self.n_threads, self.slots = binary, model, n_ctx, n_threads, slots
         self.port = free_port()
+        #: the server's API key (llama_server: only its owner's requests), one per server of this process
+        self.api_key = _API_KEYS.setdefault(self.key(), new_api_key())
         #: the started server's adapters (ids are positions) and its slot groups (None: the base)
         self.loras: list[str] = []
         self.groups: list[str | None] = []
@@ -139,7 +141,8 @@ class SharedServer:
             self.loras = [g for g in self.groups if g is not None]
             # spawned here, in the event loop's thread (see llama_server: the death signal)
             self.server = LlamaServer(self.binary, self.model, self.loras, slots=self.slots * len(self.groups),
-                                      n_ctx=self.n_ctx, n_threads=self.n_threads, port=self.port, wait=False)
+                                      n_ctx=self.n_ctx, n_threads=self.n_threads, port=self.port, wait=False,
+                                      api_key=self.api_key)
             self.prefixes = PrefixStates(self.server.slot_dir)
             try:
                 await self.server.wait_ready_async()
@@ -195,6 +198,9 @@ class SharedServer:
 
 
 _SERVERS: dict[tuple, SharedServer] = {}
+#: each server's API key, kept for the process: a SharedServer made again for the same server (after
+#: every user closed) keeps the key its policies' sessions already send
+_API_KEYS: dict[tuple, str] = {}
 
 
 def server_key(binary: Path, model: str, n_ctx: int, n_threads: int | None, slots: int) -> tuple:
@@ -221,7 +227,7 @@ class LlamaServerPolicy(DirectPolicy):
         slots = options.local_slots or DEFAULT_SLOTS
         self.shared = shared_server(self.binary, model_path, options.n_ctx, options.n_threads, slots)
         super().__init__("local", options.model_copy(update={"api_base": f"http://127.0.0.1:{self.shared.port}/v1",
-                                                             "api_bases": [], "api_key": None}),
+                                                             "api_bases": [], "api_key": self.shared.api_key}),
                          name or os.path.basename(model_path))
         # one episode per slot, pinned for its whole length, whatever --concurrency says
         self.concurrency = self.max_in_flight = slots

@@ -7,7 +7,8 @@ binary once:
 - **Source.** The sdist of llama-cpp-python :data:`LLAMA_CPP_PYTHON` (``pip download``, the only
   step that needs PyPI) carries llama.cpp under ``vendor/llama.cpp`` with ``tools/server``; one
   pinned version for the server, the LoRA converter (:mod:`topoeval.training.lora_gguf`) and the
-  in-process library the training check uses.
+  in-process library the training check uses. Pinned by its sha256 (:data:`SDIST_SHA256`), checked
+  on download and on every reuse of the cached copy: a mismatch is one line naming the file to delete.
 - **Portable instruction set.** ``GGML_NATIVE=OFF`` and, on x86-64, the x86-64-v3 set (AVX, AVX2,
   FMA, F16C, BMI2: every x86-64 CPU since 2013-2015). A host-native build compiles in whatever the
   build machine has — AMX tiles on a Sapphire Rapids Xeon, where the native build segfaults on the
@@ -51,6 +52,9 @@ from topoeval.core.errors import UserError
 
 #: The llama.cpp source: this llama-cpp-python release's sdist (its vendor/llama.cpp).
 LLAMA_CPP_PYTHON = "0.3.36"
+#: sha256 of that sdist (llama_cpp_python-0.3.36.tar.gz as PyPI's simple index lists it): pip checks it
+#: on download (--require-hashes) and :func:`check_sdist` on every use of the cached file.
+SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 BINARY = "llama-server"
 BUILD_RECORD = "build.json"
 COMMON_FLAGS = (
@@ -129,23 +133,45 @@ def import_llama_cpp():
     return llama_cpp
 
 
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_sdist(path: Path) -> Path:
+    """``path`` if its sha256 is :data:`SDIST_SHA256`; else one line naming the file to delete."""
+    got = file_sha256(path)
+    if got != SDIST_SHA256:
+        raise UserError(f"{path}: sha256 {got[:16]}... is not the pinned {SDIST_SHA256[:16]}... of "
+                        f"llama-cpp-python=={LLAMA_CPP_PYTHON}'s sdist (a damaged or replaced download): delete "
+                        f"{path} and run again to download it")
+    return path
+
+
 def fetch_sdist(purpose: str = "to build llama-server") -> Path:
     """llama-cpp-python :data:`LLAMA_CPP_PYTHON`'s sdist, downloaded with pip once into
     ``cache_root()/sdist/`` and reused (the binding's install, the llama-server build and the LoRA
-    converter all read this one file); ``purpose`` completes the error's sentence."""
+    converter all read this one file); checked against :data:`SDIST_SHA256` on download and on every
+    reuse. ``purpose`` completes the error's sentence."""
     folder = cache_root() / "sdist"
     cached = sorted(folder.glob(f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"))
     if cached:
-        return cached[0]
+        return check_sdist(cached[0])
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+        pinned = Path(tmp) / "requirements.txt"
+        pinned.write_text(f"llama-cpp-python=={LLAMA_CPP_PYTHON} --hash=sha256:{SDIST_SHA256}\n")
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
-             f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", tmp], capture_output=True, text=True)
+             "--require-hashes", "-r", str(pinned), "-d", tmp], capture_output=True, text=True)
         sdists = sorted(Path(tmp).glob("llama_cpp_python-*.tar.gz"))
         if proc.returncode != 0 or not sdists:
             last = (proc.stderr.strip().splitlines() or ["no sdist downloaded"])[-1]
             raise UserError(f"could not download llama-cpp-python=={LLAMA_CPP_PYTHON}'s source {purpose} ({last})")
+        check_sdist(sdists[0])
         target = folder / sdists[0].name
         sdists[0].replace(target)  # atomic: a concurrent install sees the whole file or none
     return target
@@ -198,7 +224,7 @@ def build(force: bool = False, jobs: int | None = None, log=sys.stderr) -> Path:
             shutil.copy2(lib, staging / lib.name, follow_symlinks=False)
         (staging / BUILD_RECORD).write_text(json.dumps({
             "llama_cpp_python": LLAMA_CPP_PYTHON, **info,
-            "sdist_sha256": hashlib.sha256(sdist.read_bytes()).hexdigest(),
+            "sdist_sha256": file_sha256(sdist),
             "cmake_flags": [*COMMON_FLAGS, *flags], "machine": platform.machine(),
             "compiler": _compiler_version(), "build_s": round(time.perf_counter() - started, 1),
         }, indent=2) + "\n")

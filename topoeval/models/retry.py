@@ -25,6 +25,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from topoeval.core.errors import UserError
 from topoeval.core.policy import ContextLimitError, RefusalError
+from topoeval.core.secrets import mask_url
 
 T = TypeVar("T")
 
@@ -98,7 +99,7 @@ def permanent_fix(status: int | None, key_hint: str, api_base: str | None = None
     if status in (None, 401, 403):
         return f"check the API key: {key_hint}"
     if status == 404:
-        where = f" and that the server at {api_base} serves it" if api_base else ""
+        where = f" and that the server at {mask_url(api_base)} serves it" if api_base else ""
         return f"check the model name{where} (the served name goes after the provider prefix, e.g. openai/NAME)"
     return ("check that --api-base is the server's OpenAI-compatible /v1 URL and that the model takes this request "
             "(--tool-mode prompt for servers without function calling)")

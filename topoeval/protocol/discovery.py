@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Suite, SuiteManifest
+from topoeval.core.yamlfile import load_yaml
 
 ENTRY_POINT_GROUP = "topoeval.suites"
 #: the distribution whose entry points are the shipped suites
@@ -111,7 +112,7 @@ def load_suite_folder(folder: str | Path) -> Suite:
     folder = Path(folder).resolve()
     manifest_path = folder / "suite.yaml"
     try:
-        raw = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+        raw = load_yaml(manifest_path.read_text(encoding="utf-8"), str(manifest_path))
     except (OSError, yaml.YAMLError) as exc:
         raise UserError(f"{manifest_path}: cannot read suite manifest: {exc}") from None
     try:
@@ -172,14 +173,31 @@ def protocol_names() -> list[str]:
     return sorted(p.stem for p in shipped_protocols_dir().glob("*.yaml"))
 
 
+def looks_like_path(path_or_name: str | Path) -> bool:
+    """A protocol argument that names a file: it holds a folder separator or ends in .yaml/.yml.
+    Anything else is a name, looked up among the shipped protocols only, so a file in the current
+    folder called like a shipped protocol (``wiki_to_travel``) never stands in for it."""
+    text = str(path_or_name)
+    return "/" in text or os.sep in text or text.endswith((".yaml", ".yml"))
+
+
 def resolve_protocol_path(path_or_name: str | Path) -> Path:
-    """A protocol path as given, or a shipped protocol by name."""
+    """A protocol path as given (it looks like one: :func:`looks_like_path`), or a shipped protocol by name."""
     p = Path(path_or_name)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if looks_like_path(path_or_name):
         if not p.is_file():
             raise UserError(f"{p}: no such protocol file")
         return p
     shipped = shipped_protocols_dir() / f"{path_or_name}.yaml"
     if shipped.is_file():
         return shipped
-    raise UserError(f"unknown protocol '{path_or_name}'{did_you_mean(str(path_or_name), protocol_names())}")
+    here = f"; for the file '{path_or_name}' in this folder write ./{path_or_name}" if p.is_file() else ""
+    raise UserError(f"unknown protocol '{path_or_name}'{did_you_mean(str(path_or_name), protocol_names())}{here}")
+
+
+def is_shipped_protocol(path: str | Path) -> bool:
+    """Whether ``path`` is one of the shipped protocol files (trusted: see :mod:`topoeval.core.commands`)."""
+    try:
+        return Path(path).resolve().parent == shipped_protocols_dir().resolve()
+    except UserError:
+        return False

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from topoeval.core.errors import ProtocolErrors, UserError
 from topoeval.core.paths import protocol_folder
 from topoeval.core.suite import canonical_json
+from topoeval.core.yamlfile import YamlRejected, compose_yaml
 from topoeval.protocol.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
 from topoeval.protocol.schema import Protocol, TopologySpec
 
@@ -43,8 +44,9 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry, folder: st
     relative paths in the topologies' parameters are read from (the protocol file's folder; None:
     the current directory)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = compose_yaml(text, filename)  # no aliases, bounded nesting: linear in the file's size
+    except YamlRejected as exc:
+        raise ProtocolErrors([str(exc)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
@@ -335,8 +337,13 @@ def _line_of(root: yaml.Node, loc: Loc) -> int:
     return line
 
 
-def _duplicate_keys(node: yaml.Node, loc: Loc = ()) -> list[tuple[Loc, str]]:
-    """PyYAML keeps the last of two equal keys silently; report them instead."""
+def _duplicate_keys(node: yaml.Node, loc: Loc = (), walked: set[int] | None = None) -> list[tuple[Loc, str]]:
+    """PyYAML keeps the last of two equal keys silently; report them instead. A node that aliases
+    repeat is walked once (``walked``: ids of the nodes seen), at its first place."""
+    walked = set() if walked is None else walked
+    if id(node) in walked:
+        return []
+    walked.add(id(node))
     found: list[tuple[Loc, str]] = []
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
@@ -344,8 +351,8 @@ def _duplicate_keys(node: yaml.Node, loc: Loc = ()) -> list[tuple[Loc, str]]:
             if key.value in seen:
                 found.append(((*loc, key.value), f"key '{key.value}' appears twice (line {key.start_mark.line + 1})"))
             seen.add(key.value)
-            found += _duplicate_keys(value, (*loc, key.value))
+            found += _duplicate_keys(value, (*loc, key.value), walked)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            found += _duplicate_keys(item, (*loc, i))
+            found += _duplicate_keys(item, (*loc, i), walked)
     return found

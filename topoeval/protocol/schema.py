@@ -35,6 +35,11 @@ KNOWN_METRICS = (
 
 #: Largest number of few-shot demonstrations a baseline may ask for.
 MAX_SHOTS = 16
+#: Largest task count of one split (``tasks.<split>.n``, a topology's ``n_tasks``, ``--tasks``): checked
+#: before any task is built, so a typo such as ``n: 1000000000`` is one line, not memory exhaustion.
+MAX_TASKS = 100_000
+#: Largest number of samples per task (``samples``, ``--samples``; the k of pass@k).
+MAX_SAMPLES = 100
 
 
 class _Strict(BaseModel):
@@ -71,14 +76,15 @@ class TopologySpec(_Strict):
         default=None, description="Ladder steps: the axis this step moves (state, user, reversibility, ...)."
     )
     n_tasks: NonNegativeInt | None = Field(
-        default=None, description="Override of the protocol's test task count for this topology."
+        default=None, le=MAX_TASKS,
+        description=f"Override of the protocol's test task count for this topology (at most {MAX_TASKS:,}).",
     )
 
 
 class SplitSpec(_Strict):
     """How many tasks to draw from one split, and with which seed."""
 
-    n: NonNegativeInt = Field(description="Number of tasks.")
+    n: NonNegativeInt = Field(le=MAX_TASKS, description=f"Number of tasks (at most {MAX_TASKS:,}).")
     seed: int = Field(default=0, description="Seed of the task generator for this split.")
 
 
@@ -175,7 +181,8 @@ class Protocol(_Strict):
         "Instead of train and test: topologies every model is evaluated on, the transfer matrix."))
     tasks: TaskCounts = Field(description="Task counts and seeds per split.")
     baselines: Baselines = Field(default_factory=Baselines, description="Zero-/few-shot baselines.")
-    samples: PositiveInt = Field(default=1, description="Samples per task (k of pass@k).")
+    samples: PositiveInt = Field(default=1, le=MAX_SAMPLES,
+                                 description=f"Samples per task (k of pass@k; at most {MAX_SAMPLES}).")
     limits: Limits = Field(default_factory=Limits, description="Per-episode limits.")
     sampling: Sampling = Field(default_factory=Sampling, description="Sampling parameters for model backends.")
     metrics: list[str] = Field(default_factory=lambda: ["success"], description="Metrics shown in reports.")

@@ -8,7 +8,6 @@ commit), so a retried or re-run publish cannot duplicate rows.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 from topoeval.core.errors import UserError
 from topoeval.core.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
+from topoeval.publish.folder import check_out, write_folder
 from topoeval.publish.schema import EPISODE_COLUMNS, MATRIX_COLUMNS, RESULT_COLUMNS, conform, features
 from topoeval.publish.tables import MATRIX_KEY, episode_rows, episodes_path, latest, matrix_rows, merge, result_rows
 
@@ -100,11 +100,24 @@ def fetch_existing(api: Any, repo_id: str, workdir: Path, wait: float, path: str
         raise
 
 
+def make_private(api: Any, repo_id: str, wait: float) -> None:
+    """Set ``repo_id`` private (it may exist already, public); a refusal is one line, before any upload."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        _retrying(lambda: api.update_repo_settings(repo_id, private=True, repo_type="dataset"), wait)()
+    except HfHubHTTPError as exc:
+        status = getattr(exc.response, "status_code", None)
+        raise UserError(f"--private: could not make {repo_id} private (HTTP {status}: "
+                        f"{' '.join(str(exc).split())[:200]}); nothing was uploaded") from None
+
+
 def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, dry_run: str | Path | None = None,
             offline: bool = False, endpoint: str | None = None, retry_wait: float = 1.0,
             episodes: bool = True) -> dict[str, Any]:
     """Publish runs to ``repo_id`` (a dataset repo), merging with what it holds.
 
+    ``private``: the repo is made private, also when it exists already (public).
     ``dry_run``: write the folder that would be uploaded there instead of uploading (the repo's
     current results are still read, unless ``offline``). Returns what was done.
     """
@@ -112,18 +125,25 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
 
     if "/" not in repo_id:
         raise UserError(f"repo takes ORG/NAME, not '{repo_id}'")
+    if dry_run is not None:
+        check_out(Path(dry_run), run_dirs)  # before any request: a refused folder costs nothing
     api = HfApi(endpoint=endpoint)
     with tempfile.TemporaryDirectory(prefix="topoeval-publish-") as tmp:
         work = Path(tmp)
         if dry_run is None:
-            _retrying(lambda: api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True),
+            _retrying(lambda: api.create_repo(repo_id, repo_type="dataset", private=private or None, exist_ok=True),
                       retry_wait)()
+            if private:  # create_repo leaves an existing repo's visibility as it is
+                make_private(api, repo_id, retry_wait)
         existing = [] if offline else fetch_existing(api, repo_id, work, retry_wait)
         existing_matrix = [] if offline else fetch_existing(api, repo_id, work, retry_wait, MATRIX_FILE)
         staged = Path(dry_run) if dry_run is not None else work / "stage"
-        if dry_run is not None and staged.exists():
-            shutil.rmtree(staged)
-        files = stage(run_dirs, staged, repo_id, existing, episodes=episodes, existing_matrix=existing_matrix)
+        if dry_run is not None:  # never deletes what it did not write (topoeval.publish.folder)
+            files = write_folder(staged, run_dirs, lambda into: stage(run_dirs, into, repo_id, existing,
+                                                                      episodes=episodes,
+                                                                      existing_matrix=existing_matrix))
+        else:
+            files = stage(run_dirs, staged, repo_id, existing, episodes=episodes, existing_matrix=existing_matrix)
         result = {"repo": repo_id, "files": files, "merged_rows": len(existing), "folder": str(staged)}
         if dry_run is not None:
             return {**result, "uploaded": False}

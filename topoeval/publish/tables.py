@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
+from topoeval.core.secrets import mask_secrets
 from topoeval.core.version import __version__
 from topoeval.publish.schema import SCORE_COLUMNS
 from topoeval.runner.lock import check_idle
@@ -124,7 +125,8 @@ def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
             "status": rec["status"], "turns": rec.get("turns", 0), "tool_calls": scores.get("tool_calls", 0),
             **{c: (None if scores.get(c) is None or rec["status"] == "error" else float(scores[c]))
                for c in SCORE_COLUMNS},
-            "final_answer": rec.get("final_answer"), "errors": json.dumps(rec.get("errors") or [], ensure_ascii=False),
+            "final_answer": rec.get("final_answer"),
+            "errors": json.dumps([mask_secrets(str(e)) for e in rec.get("errors") or []], ensure_ascii=False),
             "messages": json.dumps(rec.get("messages", []), ensure_ascii=False),
             "calls": json.dumps(rec.get("calls", []), ensure_ascii=False),
             "events": json.dumps(rec.get("events", []), ensure_ascii=False),

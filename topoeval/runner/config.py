@@ -35,10 +35,11 @@ from topoeval.core.choices import Executor
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy
 from topoeval.core.replies import ReplyLimits
+from topoeval.core.secrets import mask_url
 from topoeval.core.users import UserSettings
 from topoeval.core.version import DECODING_VERSION
 from topoeval.models.options import ModelOptions
-from topoeval.protocol.schema import Protocol
+from topoeval.protocol.schema import MAX_SAMPLES, MAX_TASKS, Protocol
 from topoeval.runner.shards import Shard
 
 
@@ -52,8 +53,10 @@ class RunConfig(BaseModel):
         "Models to evaluate: names (``oracle``, ``smollm2-135m``, ``direct:NAME``, ``provider/model``, ...) "
         "or Policy objects."))
     out: Path | None = Field(default=None, description="The run folder (default results/<protocol>/<run-id>).")
-    tasks: int | None = Field(default=None, ge=1, description="Test tasks per topology (default: the protocol's).")
-    samples: int | None = Field(default=None, ge=1, description="Samples per task (default: the protocol's).")
+    tasks: int | None = Field(default=None, ge=1, le=MAX_TASKS, description=(
+        f"Test tasks per topology (default: the protocol's; at most {MAX_TASKS:,})."))
+    samples: int | None = Field(default=None, ge=1, le=MAX_SAMPLES, description=(
+        f"Samples per task (default: the protocol's; at most {MAX_SAMPLES})."))
     shots: list[int] | None = Field(default=None, description="Keep only these baselines (shot counts) of the "
                                                               "protocol.")
     topologies: list[str] | None = Field(default=None, description=(
@@ -171,12 +174,16 @@ class RunConfig(BaseModel):
         return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
     def record(self) -> dict[str, Any]:
-        """The whole configuration as run.json keeps it: models by name, paths as text, no API key."""
+        """The whole configuration as run.json keeps it: models by name, paths as text, no API key (nor
+        a credential inside an API base URL: :func:`topoeval.core.secrets.mask_url`)."""
         data = self.model_dump(mode="json", exclude={"protocol", "models", "model_options"})
         data["protocol"] = self.protocol.name if isinstance(self.protocol, Protocol) else str(self.protocol)
         data["models"] = [m.name if isinstance(m, Policy) else m for m in self.models]
         data["model_options"] = self.model_options.model_dump(mode="json", exclude={"api_key"})
         data["model_options"]["api_key"] = "(set)" if self.model_options.api_key else None
+        opts = data["model_options"]  # a credential in a URL (user:token@, ?api-key=) is masked too
+        opts["api_base"] = mask_url(opts["api_base"]) if opts.get("api_base") else opts.get("api_base")
+        opts["api_bases"] = [mask_url(u) for u in opts.get("api_bases") or []]
         return data
 
     def settings(self, protocol: Protocol) -> dict[str, Any]:

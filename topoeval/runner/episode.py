@@ -16,6 +16,7 @@ from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.policy import REFUSAL_PREFIX, ContextLimitError, EpisodeContext, Policy, RefusalError, SamplingParams
 from topoeval.core.replies import ReplyLimits, bound_reply
+from topoeval.core.secrets import mask_secrets
 from topoeval.core.state import state_diff
 from topoeval.core.suite import Suite, Task, World, WorldError
 from topoeval.core.users import active_user
@@ -164,7 +165,7 @@ class EpisodeState:
 
     def fail(self, error: str) -> None:
         """End the episode on a policy or world failure (recorded, never raised)."""
-        self.errors.append(error)
+        self.errors.append(mask_secrets(error))  # a URL's credential never reaches episodes.jsonl
         self.status = "error"
 
     def close(self) -> None:

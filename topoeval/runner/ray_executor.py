@@ -7,6 +7,10 @@ filesystem. A task whose worker process dies is retried by Ray itself (``max_ret
 that still fails leaves its keys missing, and the next run of the same command runs only those
 (every task is told which of its keys the run folder already has).
 
+The API key (``--api-key``) is not in what a task is sent: the pickled :class:`RunConfig` goes
+without it (:func:`without_key`), and the task reads it from its environment, ``$TOPOEVAL_API_KEY``
+(:data:`API_KEY_ENV`), which the driver sets through the task's ``runtime_env``.
+
 Which cluster: ``ray.init()`` as Ray resolves it — ``RAY_ADDRESS`` (e.g. ``auto`` on a node of a
 started cluster, or ``ray://head:10001``), else a local instance started for this run and stopped
 after it. A caller that already called ``ray.init(...)`` keeps its own.
@@ -15,6 +19,7 @@ after it. A caller that already called ``ray.init(...)`` keeps its own.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,21 @@ from topoeval.runner.workers import ShardOutcome
 #: Ray retries a task whose worker process died this many times (system failures, not exceptions).
 MAX_RETRIES = 3
 INSTALL_HINT = "--executor ray needs Ray: pip install 'topoeval[ray]'"
+#: The environment variable a Ray task reads the run's API key from (never pickled with its config).
+API_KEY_ENV = "TOPOEVAL_API_KEY"
+
+
+def without_key(config: RunConfig) -> RunConfig:
+    """``config`` without its API key: what a Ray task is sent."""
+    return config.model_copy(update={"model_options": config.model_options.model_copy(update={"api_key": None})})
+
+
+def with_env_key(config: RunConfig) -> RunConfig:
+    """``config`` with the API key of this process's :data:`API_KEY_ENV` (unchanged when it is unset)."""
+    key = os.environ.get(API_KEY_ENV)
+    if not key:
+        return config
+    return config.model_copy(update={"model_options": config.model_options.model_copy(update={"api_key": key})})
 
 
 def import_ray():
@@ -49,8 +69,11 @@ def run_on_ray(config: RunConfig, run_dir: Path, workers: int | None = None) -> 
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         shards = [Shard(index=i, count=count) for i in range(1, count + 1)]
         finished = finished_keys(run_dir)
-        task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(run_shard_task)
-        pending = {task.remote(config, s, sorted(k for k in finished if s.owns(k))): s for s in shards}
+        key = config.model_options.api_key
+        env = {"runtime_env": {"env_vars": {API_KEY_ENV: key}}} if key else {}
+        task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False, **env)(run_shard_task)
+        sent = without_key(config)  # the key goes through the task's environment, not its pickled arguments
+        pending = {task.remote(sent, s, sorted(k for k in finished if s.owns(k))): s for s in shards}
         outcomes: dict[str, ShardOutcome] = {}
         try:
             while pending:
@@ -85,8 +108,8 @@ def run_shard_task(config: RunConfig, shard: Shard, done: list[str]) -> tuple[li
 
     with tempfile.TemporaryDirectory(prefix=f"topoeval-shard-{shard.index}-of-{shard.count}-") as scratch:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            task_config = config.model_copy(update={"cache": False, "progress": False, "out": Path(scratch) / "run",
-                                                    "shard": shard})
+            task_config = with_env_key(config).model_copy(update={
+                "cache": False, "progress": False, "out": Path(scratch) / "run", "shard": shard})
             run = runner.run(arun_episodes(task_config, done=set(done)))
     records = [r for r in run.records if r["key"] not in set(done)]
     return records, ShardOutcome(shard=shard.label, new_episodes=run.new_episodes, errors=run.errors)
