@@ -374,7 +374,7 @@ def serve_openenv(
     metric: Annotated[str, typer.Option(help="Default reward metric (success, dq, ...).")] = "success",
     max_sessions: Annotated[int, typer.Option(min=1, help="Concurrent WebSocket sessions.")] = 64,
     suites_dir: SuitesDir = None,
-    other_protocol: Annotated[list[str] | None, typer.Option("--protocol", help=(
+    other_protocol: Annotated[list[str] | None, typer.Option("--allow-protocol", help=(
         "Another protocol a client's reset may name (repeatable); a reset naming any other is refused.")),
     ] = None,
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 SUITE_API = {
     "topoeval.core.annotations": ["ArgNames", "ToolAnnotation", "load_model_file"],
     "topoeval.core.answers": ["exact_match", "normalize_answer", "token_f1"],
+    "topoeval.core.commands": ["command_env", "commands_allowed", "guard"],
     "topoeval.core.errors": ["UserError"],
     "topoeval.core.fixed_pool": ["FixedPoolSuite", "commit_targets", "derive_topology"],
     "topoeval.core.gold": ["dependents", "tool_results"],
@@ -19,6 +20,7 @@ SUITE_API = {
                             "ToolError", "ToolSpec", "TopologyDescriptor", "World", "WorldError", "task_id",
                             "task_seed"],
     "topoeval.core.users": ["active_user", "active_user_options"],
+    "topoeval.core.yamlfile": ["YamlRejected", "load_yaml"],
     "topoeval.policies.oracle": ["next_calls"],
     "topoeval.policies.user_model": ["user_model"],
 }

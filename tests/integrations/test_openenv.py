@@ -126,7 +126,7 @@ def test_typed_client_malformed_calls_and_errors(server):
 
 def test_a_reset_names_only_the_protocols_the_operator_named(server, tmp_path):
     """A client cannot choose a file of the host, nor a shipped protocol the operator did not name
-    (issue 43); the operator's --protocol list widens what a reset may name."""
+    (issue 43); the operator's --allow-protocol list widens what a reset may name."""
     from topoeval.integrations.openenv import TopoevalEnvironment
     from topoeval.protocol.discovery import shipped_protocols_dir
 

@@ -10,7 +10,8 @@ RENAMED: dict[str, dict[str, str]] = {
     "export": {"--n": "--tasks"},
     "train": {"--n": "--tasks"},
     "sensitivity": {"--protocol": "PROTOCOL, the first argument (topoeval sensitivity wiki_to_travel)"},
-    "serve-openenv": {"--protocol": "PROTOCOL, the first argument (topoeval serve-openenv wiki_to_travel)"},
+    "serve-openenv": {"--protocol": "PROTOCOL, the first argument (topoeval serve-openenv wiki_to_travel), "
+                                  "or --allow-protocol for another protocol a reset may name"},
 }
 
 

@@ -8,7 +8,7 @@ stateless one-shot routes; ``/schema``, ``/health`` and the task API are served 
 - ``reset(seed=i, topology=..., protocol=..., split=..., metric=..., max_turns=...)`` starts task
   ``i`` of the split (the task ``topoeval run`` draws at that position; ``index=`` is the same);
   unset arguments take the server's defaults. ``protocol`` must be one its operator named at start
-  (the default protocol, and each ``--protocol`` of ``serve-openenv``): a client never chooses a file
+  (the default protocol, and each ``--allow-protocol`` of ``serve-openenv``): a client never chooses a file
   of the host, and what a protocol runs (an MCP server, fixture commands) is the operator's choice.
   The observation carries the system and user
   messages and the tools: OpenAI function schemas plus MCP's hints (``annotations``) and
@@ -125,7 +125,7 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
         elif protocol not in self.served:
             raise UserError(f"protocol {protocol[:200]!r} is not served here; this server serves "
                             f"{', '.join(repr(p) for p in self.served)} (its operator names them: "
-                            "topoeval serve-openenv PROTOCOL --protocol OTHER ...)")
+                            "topoeval serve-openenv PROTOCOL --allow-protocol OTHER ...)")
         return load_topology_tasks(protocol, topology, split or self.defaults["split"], max_turns=max_turns,
                                    suites_dirs=self.suites_dirs)
 
