@@ -50,17 +50,11 @@ def atomic_file(path: str | Path) -> Iterator[IO[bytes]]:
     an error (the scratch file is removed when it raises)."""
     path = Path(path)
     fd, tmp = _scratch(path, path.suffix + ".tmp")
-    try:
+    with _replacing(tmp, path):
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
@@ -80,10 +74,18 @@ def write_with(path: str | Path, writer: Callable[[Path], None]) -> None:
     path = Path(path)
     fd, tmp = _scratch(path, path.suffix)
     os.close(fd)
-    try:
+    with _replacing(tmp, path):
         writer(Path(tmp))
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
+def _replacing(tmp: str | Path, path: Path) -> Iterator[None]:
+    """The block writes and syncs ``tmp``; then it replaces ``path`` and the folder is synced (``tmp`` is
+    removed when the block raises)."""
+    try:
+        yield
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

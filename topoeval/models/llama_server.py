@@ -212,18 +212,7 @@ class LlamaServer:
         is removed after a normal stop and kept after a death of its own (errors name its path)."""
         stopped_by_us = self.proc.poll() is None
         if stopped_by_us:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                self.proc.terminate()
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    self.proc.kill()
-                self.proc.wait()
+            stop_process_group(self.proc, grace_s)
         shutil.rmtree(self.slot_dir, ignore_errors=True)
         if not self.log.closed:
             self.log.close()
@@ -233,3 +222,20 @@ class LlamaServer:
             atexit.unregister(self.stop)
         except Exception:  # pragma: no cover - interpreter shutting down
             pass
+
+
+def stop_process_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM to the process group ``proc`` leads (started with ``start_new_session``), SIGKILL after
+    ``grace_s``; the process alone when its group cannot be signalled."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()

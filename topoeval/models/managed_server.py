@@ -40,7 +40,7 @@ import urllib.request
 from pathlib import Path
 
 from topoeval.core.errors import UserError
-from topoeval.models.llama_server import _die_with_parent, describe_exit, free_port
+from topoeval.models.llama_server import _die_with_parent, describe_exit, free_port, stop_process_group
 
 #: the fields a template may use
 FIELDS = ("port", "path", "name", "lora_modules")
@@ -152,18 +152,7 @@ class ManagedServer:
     def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after the grace period; idempotent."""
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                self.proc.terminate()
-            try:
-                self.proc.wait(timeout=self.grace_s)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    self.proc.kill()
-                self.proc.wait()
+            stop_process_group(self.proc, self.grace_s)
         else:  # the leader is gone: anything left in its group goes too
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
