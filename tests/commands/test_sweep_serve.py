@@ -116,25 +116,28 @@ def test_no_server_outlives_a_stopped_sweep(tmp_path, topoeval_cmd, how):
     topoeval on SIGTERM, killed by the kernel (PR_SET_PDEATHSIG) on kill -9."""
     runs, pid_dir = _checkpoints(tmp_path, lora=False), tmp_path / "pids"
     template = _template(pid_dir, "--path {path} --name {name} --delay 0.5")
-    proc = subprocess.Popen([*topoeval_cmd, "sweep", "wiki_to_travel", "--checkpoints", str(runs), "--serve",
-                             template, "--tasks", "2", "--out", str(tmp_path / "sweep")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # output to files, not pipes nobody reads while it runs: a full pipe would block the sweep's exit
+    err_path = tmp_path / "stderr.txt"
+    with open(tmp_path / "stdout.txt", "w") as out, open(err_path, "w") as err:
+        proc = subprocess.Popen([*topoeval_cmd, "sweep", "wiki_to_travel", "--checkpoints", str(runs), "--serve",
+                                 template, "--tasks", "2", "--out", str(tmp_path / "sweep")],
+                                stdout=out, stderr=err, text=True)
     try:
         deadline = time.monotonic() + 60
         while not _pids(pid_dir) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
         pids = _pids(pid_dir)
-        assert pids and proc.poll() is None, proc.stderr.read() if proc.poll() is not None else "no server started"
+        assert pids and proc.poll() is None, err_path.read_text() if proc.poll() is not None else "no server started"
         time.sleep(1.5)  # it answers episodes now
         assert proc.poll() is None and all(_alive(p) for p in pids)
         os.kill(proc.pid, how)
-        proc.wait(30)
+        proc.wait(90)
         deadline = time.monotonic() + 15
         while any(_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not [p for p in pids if _alive(p)]
         if how == signal.SIGTERM:
-            assert "Traceback" not in proc.stderr.read()
+            assert "Traceback" not in err_path.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
