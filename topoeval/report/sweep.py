@@ -20,11 +20,13 @@ def _fmt(p: dict[str, Any]) -> str:
 
 def sweep_table(sweep: dict[str, Any]) -> list[list[str]]:
     """Header and rows: one row per checkpoint, success and dq (mean [95 % CI]) per topology."""
-    header = ["step", "model"] + [f"{c['topology']} ({c['role']}) {m}"
+    header = ["step", "model", "weights"] + [f"{c['topology']} ({c['role']}) {m}"
                                   for c in sweep["curves"] for m in ("success", "dq")]
     rows = []
     for i, point in enumerate(sweep["points"]):
-        rows.append([str(point["step"]), point["model"]]
+        # a point's name in the run (step-2, ...) and what it runs: the model, with its LoRA where it has one
+        weights = Path(point["lora"]).name if point.get("lora") else "—"
+        rows.append([str(point["step"]), point.get("name") or point["model"], weights]
                     + [_fmt(c[m][i]) for c in sweep["curves"] for m in ("success", "dq")])
     return [header, *rows]
 
