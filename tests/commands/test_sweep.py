@@ -43,7 +43,7 @@ def test_the_sweep_writes_its_plot_and_tables(swept):
     assert (out / "sweep.png").stat().st_size > 5000
     md = (out / "report.md").read_text()
     assert "| step | model | weights | wiki (id) success | wiki (id) dq | travel (ood) success | travel (ood) dq |" in md
-    assert "| 10 | oracle | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] |" in md and "![curves](sweep.png)" in md
+    assert "| 10 | oracle | — | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] |" in md and "![curves](sweep.png)" in md
     assert "<th>travel (ood) success</th>" in (out / "report.html").read_text()
 
 
