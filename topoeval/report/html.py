@@ -24,7 +24,7 @@ from typing import Any
 from topoeval.core.files import write_atomic
 from topoeval.report.headline import build_headline
 from topoeval.report.markdown import render_report_md
-from topoeval.report.tables import INCOMPLETE_NOTE
+from topoeval.report.tables import INCOMPLETE_NOTE, mean_ci
 
 MAX_EPISODES_PER_CELL = 200
 MAX_TEXT = 2000
@@ -175,9 +175,7 @@ def md_tables_to_html(markdown: str) -> str:
 def _ci(point: dict[str, Any]) -> str:
     if point.get("mean") is None:
         return "—"
-    text = f"{point['mean']:.2f}"
-    if point.get("ci95"):
-        text += f" [{point['ci95'][0]:.2f}, {point['ci95'][1]:.2f}]"
+    text = mean_ci(point)
     if point.get("n_errors"):
         text += f" ({point['n_errors']} err)"
     return text

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.files import write_with
+from topoeval.report.tables import mean_ci
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -18,12 +19,8 @@ def _f(value: float | None, digits: int = 2) -> str:
 
 
 def _cell(point: dict[str, Any]) -> str:
-    if point.get("mean") is None:
-        return "—"
-    text = f"{point['mean']:.2f}"
-    if point.get("ci95"):
-        text += f" [{point['ci95'][0]:.2f}, {point['ci95'][1]:.2f}]"
-    return text + f" (n={point.get('n', 0)})"
+    text = mean_ci(point)
+    return text if point.get("mean") is None else text + f" (n={point.get('n', 0)})"
 
 
 def _row(values: list[str]) -> str:

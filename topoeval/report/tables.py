@@ -8,6 +8,16 @@ from typing import Any
 QUALITY_ROWS = ("success", "dq", "clarification", "priority", "risk", "parallelism", "efficiency")
 
 
+def mean_ci(point: dict[str, Any]) -> str:
+    """A curve or matrix point as ``mean [low, high]`` (``—`` without a mean)."""
+    if point.get("mean") is None:
+        return "—"
+    text = f"{point['mean']:.2f}"
+    if point.get("ci95"):
+        text += f" [{point['ci95'][0]:.2f}, {point['ci95'][1]:.2f}]"
+    return text
+
+
 def fmt_stat(stat: dict[str, Any] | None) -> str:
     """'0.62 ± 0.04' (or '—' when the metric never applied)."""
     if not stat or stat.get("mean") is None:
