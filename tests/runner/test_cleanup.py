@@ -105,7 +105,8 @@ def test_a_full_disk_reports_the_first_error_and_still_closes_the_rest(tmp_path,
 
     def full_on_close(self):
         closed.append("store")
-        os.close(self._fd)
+        if self._fd >= 0:  # the file is opened for appending at its first record
+            os.close(self._fd)
         raise OSError(errno.ENOSPC, "No space left on device (syncing the episode file)")
 
     monkeypatch.setattr(EpisodeStore, "append", full)

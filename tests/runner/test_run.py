@@ -292,3 +292,50 @@ def test_a_wrong_cell_lookup_names_what_the_run_has(tmp_path, echo_protocol, fix
     with pytest.raises(KeyError, match="no model 'orcale' \\(did you mean 'oracle'\\?\\); its models: oracle, noop; "
                                        "no baseline '1-shot'.*its baselines: 0-shot"):
         res.cell("orcale", "echo-a", "1-shot")
+
+
+class Counting(Policy):
+    """Answers right after a short wait, counting the episodes it has in flight at once."""
+
+    def __init__(self, name: str):
+        self.name, self.now, self.peak = name, 0, 0
+
+    async def act(self, messages, tools, sampling, ctx):
+        import asyncio
+
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        await asyncio.sleep(0.002)
+        self.now -= 1
+        return final(ctx.task.answer)
+
+
+def test_episodes_are_fed_task_by_task_each_task_made_once_and_in_flight_bounded(tmp_path, echo_protocol,
+                                                                                 fixture_suites, monkeypatch):
+    """A big run never holds all its episodes or tasks: each task is made once for the pass that hashes
+    the set and once for all its episodes (2 models x 2 samples), and no model has more episodes in flight
+    than --concurrency allows."""
+    from topoeval.core.suite import Suite
+
+    made: Counter = Counter()
+    real_iter = Suite.iter_tasks
+
+    def counting_iter(self, params, split, seed, n):
+        for task in real_iter(self, params, split, seed, n):
+            made["pass", task.id] += 1
+            yield task
+
+    monkeypatch.setattr(Suite, "iter_tasks", counting_iter)
+    from topoeval.protocol.discovery import SuiteRegistry
+
+    cls = type(SuiteRegistry([fixture_suites]).get("echo"))
+    real_generate = cls.generate
+    monkeypatch.setattr(cls, "generate", lambda self, *a: (made.update([("run", a[-1])]), real_generate(self, *a))[1])
+    a, b = Counting("a"), Counting("b")
+    res = topoeval.run_protocol(echo_protocol(n=6, samples=2), [a, b], tmp_path / "run", suites_dirs=[fixture_suites],
+                                concurrency=3)
+    assert res.new_episodes == 2 * 2 * 6 * 2
+    assert sum(n for (kind, _), n in made.items() if kind == "pass") == 12  # 6 tasks x 2 topologies, each once
+    # generate(): once per task for the pass (iter_tasks calls it) and once for its four episodes
+    assert sum(n for (kind, _), n in made.items() if kind == "run") == 2 * 12
+    assert 1 <= a.peak <= 3 and 1 <= b.peak <= 3

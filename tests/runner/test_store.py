@@ -156,3 +156,35 @@ def test_every_file_a_run_writes_is_written_atomically(tmp_path, echo_protocol, 
     assert written <= set(replaced), f"written in place: {sorted(written - set(replaced))}"
     assert all(str(os.getpid()) in scratch for scratch in replaced.values())
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no scratch file left behind
+
+
+def test_the_store_keeps_offsets_and_reads_records_back_from_the_file(tmp_path, echo_protocol, fixture_suites):
+    """Memory flat in the number of episodes: the store holds where each record is, not the record."""
+    from topoeval.runner.plan_index import PlanIndex
+    from topoeval.runner.shards import in_plan_order
+    from topoeval.runner.store import PlannedRecords
+
+    out = tmp_path / "run"
+    _run(out, echo_protocol(n=3, samples=2), fixture_suites, models=("oracle", "noop"))
+    records = read_records(out / EPISODES)
+    plan_keys = json.loads((out / "plan.json").read_text())["keys"]
+    ids: dict[str, list[str]] = {}
+    for key in plan_keys:
+        _, _, topo, task, _ = key.split("|")
+        if task not in ids.setdefault(topo, []):
+            ids[topo].append(task)
+    plan = PlanIndex(["noop", "oracle"], ["0-shot"], ids, sorted(ids), 2)  # another order than the run's
+    store = EpisodeStore(out, plan=plan)
+    try:
+        assert not store._extra and all(isinstance(code, int) for code in store._slots)
+        assert list(PlannedRecords(store)) == in_plan_order(records, plan.keys())
+        assert len(PlannedRecords(store, owns=lambda k: k.startswith("oracle|"))) == 12
+        # a record is read from the file when asked: change it on disk (same length) and the store sees it
+        key = plan.key(0)
+        raw = (out / EPISODES).read_bytes()
+        line = json.dumps(records[key], ensure_ascii=False).encode()
+        assert line in raw and b'"status": "done"' in line
+        (out / EPISODES).write_bytes(raw.replace(line, line.replace(b'"status": "done"', b'"status": "DONE"')))
+        assert store.get(key)["status"] == "DONE" and store.records[key]["status"] == "DONE"
+    finally:
+        store.close()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from topoeval.core.errors import UserError
@@ -72,6 +72,13 @@ class FixedPoolSuite(Suite[ParamsT]):
         if n > len(keys):
             raise UserError(self.too_many(params, split, n))
         return [self.pool_task(params, split, seed, i, keys[i]) for i in range(n)]
+
+    def iter_tasks(self, params: ParamsT, split: Split, seed: int, n: int) -> Iterator[Task]:
+        keys = self.order(params, self.split_keys(params, split), seed)
+        if n > len(keys):
+            raise UserError(self.too_many(params, split, n))
+        for i in range(n):
+            yield self.pool_task(params, split, seed, i, keys[i])
 
 
 def derive_topology(tools: Iterable[ToolSpec], golds: Iterable[Sequence[GoldCall]], *, schema_name: str,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from enum import Enum
 from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
@@ -324,6 +325,12 @@ class Suite(ABC, Generic[ParamsT]):
 
     def tasks(self, params: ParamsT, split: Split, seed: int, n: int) -> list[Task]:
         return [self.generate(params, split, seed, i) for i in range(n)]
+
+    def iter_tasks(self, params: ParamsT, split: Split, seed: int, n: int) -> Iterator[Task]:
+        """The same tasks as :meth:`tasks`, one at a time (a run of 100,000 tasks never holds them all).
+        Overridden where making one task repeats work the whole set shares (a fixed pool's order)."""
+        for i in range(n):
+            yield self.generate(params, split, seed, i)
 
     def pool_size(self, params: ParamsT, split: Split) -> int | None:
         """How many distinct tasks ``split`` holds under these parameters: None (the default) for a

@@ -18,7 +18,11 @@ MANIFEST = "topoeval_export.json"
 
 def overlap_with_exports(exports: list[str | Path], task_sets: dict[str, list[Task]]) -> dict[str, int]:
     """For each export folder (or its manifest file), how many evaluated tasks it contains."""
-    evaluated = {t.fingerprint() for tasks in task_sets.values() for t in tasks}
+    return overlap_with_fingerprints(exports, {t.fingerprint() for tasks in task_sets.values() for t in tasks})
+
+
+def overlap_with_fingerprints(exports: list[str | Path], evaluated: set[str]) -> dict[str, int]:
+    """For each export folder (or its manifest file), how many of the ``evaluated`` task fingerprints it holds."""
     out = {}
     for e in exports:
         path = Path(e)

@@ -111,7 +111,8 @@ def run_shard_task(config: RunConfig, shard: Shard, done: list[str]) -> tuple[li
             task_config = with_env_key(config).model_copy(update={
                 "cache": False, "progress": False, "out": Path(scratch) / "run", "shard": shard})
             run = runner.run(arun_episodes(task_config, done=set(done)))
-    records = [r for r in run.records if r["key"] not in set(done)]
+        skip = set(done)
+        records = [r for r in run.records if r["key"] not in skip]  # read while the scratch folder exists
     return records, ShardOutcome(shard=shard.label, new_episodes=run.new_episodes, errors=run.errors)
 
 

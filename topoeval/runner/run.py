@@ -12,7 +12,7 @@ import platform
 import re
 import time
 import warnings
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,24 +30,27 @@ from topoeval.policies.user_model import close_user_models
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.protocol.schema import Protocol
-from topoeval.protocol.topology import ResolvedTopology, resolve, task_set_hash
+from topoeval.protocol.topology import ResolvedTopology, resolve
 from topoeval.runner.cleanup import Cleanup
 from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
-from topoeval.runner.contamination import overlap_with_exports
+from topoeval.runner.contamination import overlap_with_fingerprints
 from topoeval.runner.episode import episode_id, episode_key, fallback_record, run_episode
 from topoeval.runner.lock import RunLock, lock_run
 from topoeval.runner.matrix import matrix_record, train_topologies
-from topoeval.runner.shards import Plan, Shard, folder_records, in_plan_order, write_plan
+from topoeval.runner.plan_index import PlanIndex
+from topoeval.runner.shards import Shard, folder_records, in_plan_order, write_plan_keys
 from topoeval.runner.store import (
     EPISODES,
     RUN_JSON,
     EpisodeStore,
+    PlannedRecords,
     episode_files,
-    finished_keys,
     is_finished,
     read_json,
+    read_records,
     write_json,
 )
+from topoeval.runner.task_catalogue import TaskCatalogue, build_catalogue, save_catalogue
 
 #: where runs go without ``--out``: ``results/<protocol>/<run-id>/`` under the current folder (a relative
 #: path, resolved when the run starts: never inside the installed package)
@@ -60,8 +63,9 @@ class EpisodeRun:
 
     run_dir: Path
     protocol: Protocol
-    #: every record of the run folder (reused and new), as written to episodes.jsonl
-    records: list[dict[str, Any]]
+    #: every record of the run folder (reused and new) in plan order: a list, or a view that reads them back
+    #: from episodes.jsonl on each pass (:class:`PlannedRecords`)
+    records: list[dict[str, Any]] | PlannedRecords
     #: (model, baseline, topology) cells in the order the protocol lists them
     order: list[tuple[str, str, str]]
     protocol_sha256: str
@@ -74,8 +78,10 @@ class EpisodeRun:
     timing: dict[str, float] = field(default_factory=dict)
     #: the shard this process ran (``records`` are then the shard's own), None for the whole run
     shard: Shard | None = None
-    #: every planned episode key of the run (all shards), in plan order
-    planned: list[str] = field(default_factory=list)
+    #: every planned episode key of the run (all shards), in plan order (a list, or the run's :class:`PlanIndex`)
+    planned: Sequence[str] | PlanIndex = field(default_factory=list)
+    #: how many records ended in ``error``, when the run counted them (else counted over ``records``)
+    error_count: int | None = None
     #: the hold on the run folder, when the caller asked to keep it (``hold_lock``): see :meth:`release`
     lock: RunLock | None = None
 
@@ -86,6 +92,8 @@ class EpisodeRun:
 
     @property
     def errors(self) -> int:
+        if self.error_count is not None:
+            return self.error_count
         return sum(1 for r in self.records if r["status"] == "error")
 
     @property
@@ -160,12 +168,11 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
             train_topologies(protocol, names, config.train_topologies)
 
         topologies = [resolve(t, registry) for t in protocol.topologies()]
-        task_sets = {
-            t.name: t.tasks("test", protocol.tasks.test.seed,
-                            config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n))
-            for t in topologies
-        }
-        p_hash, t_hash = protocol_hash(protocol), task_set_hash(task_sets)
+        counts = {t.name: config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n)
+                  for t in topologies}
+        catalogue = build_catalogue(topologies, protocol.tasks.test.seed, counts,
+                                    run_dir=Path(out) if out else None, fingerprints=bool(config.trained_on))
+        p_hash, t_hash = protocol_hash(protocol), catalogue.sha256
         versions = {t.suite.name: v for t in topologies if (v := t.suite.behaviour_version()) is not None}
         identity = run_identity(config, protocol, p_hash, t_hash, policies, versions)
         run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, identity, k)
@@ -174,14 +181,25 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         lock = lock_run(run_dir, "run", shard=f"shard-{shard.index}-of-{shard.count}" if shard else None)
         (cleanup.on_error if hold_lock else cleanup.add)("the run folder's lock", lock.release)
         _check_run_json(run_dir / RUN_JSON, identity)
-        # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again
-        finished = finished_keys(run_dir) | set(done)
-        planned = list(_episodes(names, protocol.baselines.shots, topologies, task_sets, k))
-        pending = [(name, shots, topo, task, s, key) for name, shots, topo, task, s, key in planned
-                   if key not in finished and (shard is None or shard.owns(key))]
-        await _preflight(policies, {job[0] for job in pending})
+        plan = PlanIndex(names, [baseline_name(b) for b in protocol.baselines.shots],
+                         {name: t.ids for name, t in catalogue.topologies.items()}, [t.name for t in topologies], k)
+        store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES, plan=plan)
+        cleanup.add("the episode file", store.close)
+        # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again;
+        # so is one finished in another of the folder's episode files (a shard's), or elsewhere (`done`)
+        elsewhere = set(done) | {key for path in episode_files(run_dir) if path != store.path
+                                 for key, r in read_records(path).items() if is_finished(r)}
+
+        def runs(pos: int, key: str) -> bool:
+            return not store.finished_at(pos) and key not in elsewhere and (shard is None or shard.owns(key))
+
+        pending_by_model: dict[str, int] = dict.fromkeys(names, 0)
+        for pos, model, key in plan.entries():
+            if runs(pos, key):
+                pending_by_model[model] += 1
+        await _preflight(policies, {name for name, n in pending_by_model.items() if n})
         weights = {p.name: p.weights for p in policies if p.weights}
-        meta = _open_run_json(run_dir, protocol, identity, names, k, task_sets, weights)
+        meta = _open_run_json(run_dir, protocol, identity, names, k, catalogue.counts(), weights)
         inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
         if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
             meta["inference"] = {**meta.get("inference", {}), **inference}
@@ -193,20 +211,19 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         meta["config"] = config.record()
         if protocol.matrix is not None:  # each topology's axes and each model's own topology (the diagonal)
             meta["matrix"] = matrix_record(protocol, topologies, names, config.train_topologies, meta.get("matrix"))
-        overlap = overlap_with_exports(list(config.trained_on), task_sets) if config.trained_on else {}
+        overlap = overlap_with_fingerprints(list(config.trained_on), catalogue.fingerprints or set()) \
+            if config.trained_on else {}
         if overlap:
             meta["trained_on"] = overlap
         write_json(run_dir / RUN_JSON, meta)
+        save_catalogue(run_dir, catalogue)
         order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
-        write_plan(run_dir, Plan(models=names, samples=k, order=order, keys=[job[-1] for job in planned]))
+        write_plan_keys(run_dir, names, k, order, plan.keys())
         for export, count in overlap.items():
             if count:
                 warnings.warn(f"the model was trained on {count} of the evaluated tasks ({export}): "
                               "its scores on them are not out-of-sample", ContaminationWarning, stacklevel=2)
-        store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES)
-        cleanup.add("the episode file", store.close)
-        planned_keys = {job[-1] for job in planned}  # another model's episodes in the folder are not this run's
-        reused = sum(1 for key, r in store.records.items() if is_finished(r) and key in planned_keys)
+        reused = store.counts()[0]
         cache_path = run_dir / (shard.cache_name if shard else "cache.sqlite")  # SQLite is per shard, not shared
         cached = config.cache and not all(is_reference(m) for m in models)
         response_cache = ResponseCache(cache_path) if cached else None
@@ -219,32 +236,29 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
 
         demos = {} if plan_only else await _build_demo_cache(protocol, topologies, registry, k)
         by_name = {p.name: p for p in policies}
-        jobs = [] if plan_only else [(by_name[name], shots, topo, task, s, key)
-                                     for name, shots, topo, task, s, key in pending]
+        total = 0 if plan_only else sum(pending_by_model.values())
 
         new = 0
         started = time.perf_counter()
         timing: dict[str, float] = {"setup_s": started - t0}
-        with _progress(config.progress, len(jobs)) as advance:
-            sems = {p.name: asyncio.Semaphore(episodes_in_flight(p, config.concurrency)) for p in policies}
+        with _progress(config.progress, total) as advance:
             user = UserSettings(model=config.user_model)
 
             async def one(policy: Policy, shots: int, topo: ResolvedTopology, task, s: int, key: str) -> None:
                 nonlocal new
-                async with sems[policy.name]:
-                    with use_user(user, config.model_options):  # who answers ask_user (demos: the reference)
-                        record = await run_episode(
-                            policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
-                            demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
-                            sampling=_sampling(protocol, s), sample=s, shots=shots,
-                            labels={
-                                "key": key, "episode_id": episode_id(key), "model": policy.name,
-                                "baseline": baseline_name(shots), "topology": topo.name,
-                                "suite": topo.suite.name, "role": topo.spec.role,
-                                "demo_task_ids": demos.get((topo.name, shots, s), ([], []))[1],
-                            },
-                            reply_limits=config.reply_limits,
-                        )
+                with use_user(user, config.model_options):  # who answers ask_user (demos: the reference)
+                    record = await run_episode(
+                        policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
+                        demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
+                        sampling=_sampling(protocol, s), sample=s, shots=shots,
+                        labels={
+                            "key": key, "episode_id": episode_id(key), "model": policy.name,
+                            "baseline": baseline_name(shots), "topology": topo.name,
+                            "suite": topo.suite.name, "role": topo.spec.role,
+                            "demo_task_ids": demos.get((topo.name, shots, s), ([], []))[1],
+                        },
+                        reply_limits=config.reply_limits,
+                    )
                 try:
                     store.append(record)
                 except (ValueError, TypeError, RecursionError) as exc:  # not writable as JSON: an error record
@@ -252,17 +266,26 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
                 new += 1
                 advance()
 
-            await asyncio.gather(*(one(*job) for job in jobs))
+            if total:
+                jobs = _jobs(plan, catalogue, topologies, protocol.baselines.shots, runs)
+                slots = {p.name: episodes_in_flight(p, config.concurrency) for p in policies}
+                await _run_pool(jobs, by_name, slots, one)
             timing["episodes_s"] = time.perf_counter() - started
 
-    # the folder's episodes (a shard's: those it owns), in plan order however they were run
-    records = store.records if episode_files(run_dir) == [store.path] else folder_records(run_dir)
-    if shard is not None:
-        records = {key: r for key, r in records.items() if shard.owns(key)}
-    keys = [job[-1] for job in planned]
-    return EpisodeRun(run_dir=run_dir, protocol=protocol, records=in_plan_order(records, keys), order=order,
+    # the folder's episodes (a shard's: those it owns), in plan order however they were run: read back
+    # from the file when they are used (a million records are never in memory at once)
+    if episode_files(run_dir) == [store.path]:
+        records: Any = PlannedRecords(store, None if shard is None else shard.owns)
+        errors = store.errors()
+    else:
+        folder = folder_records(run_dir)
+        if shard is not None:
+            folder = {key: r for key, r in folder.items() if shard.owns(key)}
+        records = in_plan_order(folder, plan.keys())
+        errors = None
+    return EpisodeRun(run_dir=run_dir, protocol=protocol, records=records, order=order,
                       protocol_sha256=p_hash, task_set_sha256=t_hash, meta=meta, new_episodes=new,
-                      reused_episodes=reused, timing=timing, shard=shard, planned=keys,
+                      reused_episodes=reused, timing=timing, shard=shard, planned=plan, error_count=errors,
                       lock=lock if hold_lock else None)
 
 
@@ -278,14 +301,57 @@ def _remove_if_unused(run_dir: Path) -> None:
         run_dir.rmdir()
 
 
-def _episodes(names: list[str], shots_list: list[int], topologies: list[ResolvedTopology], task_sets, k: int):
-    """Every episode of the run: (model, shots, topology, task, sample, key), in run order."""
-    for name in names:
-        for shots in shots_list:
-            for topo in topologies:
-                for task in task_sets[topo.name]:
-                    for s in range(k):
-                        yield name, shots, topo, task, s, episode_key(name, baseline_name(shots), topo.name, task.id, s)
+def _jobs(plan: PlanIndex, catalogue: TaskCatalogue, topologies: list[ResolvedTopology], shots_list: list[int],
+          runs) -> Iterator[tuple[str, int, ResolvedTopology, Any, int, str]]:
+    """The episodes to run, (model, shots, topology, task, sample, key), task by task: each task is made
+    once (:class:`TopologyTasks`) for all its models, baselines and samples, and dropped when they are
+    handed out. ``runs(pos, key)``: whether the planned episode at ``pos`` runs."""
+    for topo in topologies:
+        tasks = catalogue.topologies[topo.name]
+        for index, task_id in enumerate(tasks.ids):
+            task = None
+            for name in plan.models:
+                for shots in shots_list:
+                    for s in range(plan.samples):
+                        key = episode_key(name, baseline_name(shots), topo.name, task_id, s)
+                        if not runs(plan.position_of(name, baseline_name(shots), topo.name, index, s), key):
+                            continue
+                        if task is None:
+                            task = tasks.task(index)
+                            if task.id != task_id:
+                                raise UserError(f"suite '{topo.suite.name}': generate() made task {task.id} at index "
+                                                f"{index}, where its task list has {task_id} (generate must be a "
+                                                "pure function of its arguments)")
+                        yield name, shots, topo, task, s, key
+
+
+async def _run_pool(jobs: Iterator[tuple], policies: dict[str, Policy], slots: dict[str, int], one) -> None:
+    """Run ``jobs`` with ``slots[model]`` episodes of each model in flight: a bounded queue and as many
+    workers per model, fed task by task (memory stays flat however many episodes the run has). A
+    worker that fails stops the others and the failure is raised."""
+    queues: dict[str, asyncio.Queue[tuple | None]] = {name: asyncio.Queue(maxsize=2 * n) for name, n in slots.items()}
+
+    async def feed() -> None:
+        for job in jobs:
+            await queues[job[0]].put(job)
+        for name, n in slots.items():
+            for _ in range(n):
+                await queues[name].put(None)
+
+    async def work(name: str) -> None:
+        queue = queues[name]
+        while (job := await queue.get()) is not None:
+            await one(policies[name], *job[1:])
+
+    tasks = [asyncio.ensure_future(feed())]
+    tasks += [asyncio.ensure_future(work(name)) for name, n in slots.items() for _ in range(n)]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 class BackendWarning(UserWarning):
@@ -348,8 +414,8 @@ def _check_run_json(path: Path, identity: dict[str, Any]) -> dict | None:
     return meta
 
 
-def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], names: list[str], k: int, task_sets,
-                   weights: dict[str, str]) -> dict:
+def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], names: list[str], k: int,
+                   counts: dict[str, int], weights: dict[str, str]) -> dict:
     """Create run.json, or reopen it for a resumed run (checked by :func:`_check_run_json`: a model whose
     weights or inference changed is refused, since its finished episodes belong to the old ones)."""
     path = run_dir / RUN_JSON
@@ -365,7 +431,7 @@ def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], 
             "protocol_sha256": identity["protocol_sha256"],
             "task_set_sha256": identity["task_set_sha256"],
             "identity": identity,
-            "n_tasks": {name: len(ts) for name, ts in task_sets.items()},
+            "n_tasks": counts,
             "models": names,
             "samples": k,
             "seeds": {

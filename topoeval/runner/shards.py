@@ -16,6 +16,7 @@ planned keys no file has.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -117,6 +118,17 @@ class Plan(BaseModel):
 
 def write_plan(run_dir: Path, plan: Plan) -> None:
     write_json(run_dir / PLAN, plan.model_dump(mode="json"))
+
+
+def write_plan_keys(run_dir: Path, models: list[str], samples: int, order: list[tuple[str, str, str]],
+                    keys: Iterable[str]) -> None:
+    """plan.json (a :class:`Plan`) written as the keys come, atomically: a million keys are never one list."""
+    with atomic_file(run_dir / PLAN) as fh:
+        head = {"models": models, "samples": samples, "order": [list(c) for c in order]}
+        fh.write(json.dumps(head, ensure_ascii=False)[:-1].encode() + b', "keys": [')
+        for i, key in enumerate(keys):
+            fh.write((", " if i else "").encode() + json.dumps(key, ensure_ascii=False).encode())
+        fh.write(b"]}\n")
 
 
 def read_plan(run_dir: Path) -> Plan:

@@ -17,12 +17,17 @@ import json
 import os
 import re
 import warnings
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 from topoeval.core.errors import UserError
 from topoeval.core.files import atomic_file, write_json_atomic
+from topoeval.runner.plan_index import PlanIndex
 
 EPISODES = "episodes.jsonl"
 RUN_JSON = "run.json"
@@ -58,32 +63,51 @@ class Scan:
         return f"{path}: skipped {len(self.damaged)} damaged line(s): {', '.join(parts)}{more}"
 
 
-def scan(path: Path, warn: bool = True) -> Scan:
-    """Read an episode file line by line, whatever bytes it holds: a line that is not UTF-8, not JSON, not
-    a record with a key, or cut short is skipped (one :class:`StoreWarning` line names them). Never writes."""
-    out = Scan()
+def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """One line's record, or why it is skipped. orjson first (several times faster); what it refuses
+    (NaN, huge integers, deep nesting) goes to the standard library, which decides."""
+    try:
+        rec = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None, "not UTF-8 (torn)"
+        except (ValueError, RecursionError):
+            return None, "not complete JSON" if not raw.endswith(b"\n") else "not JSON"
+    if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
+        return None, "not an episode record"
+    return rec, None
+
+
+def _walk(path: Path, out: Scan) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(line number, byte offset, record) of every readable line of ``path``, in file order; what was
+    skipped, and where the readable part ends, go into ``out`` as the walk goes."""
     offset = 0
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             size = len(raw)
-            why = None
-            try:
-                rec = json.loads(raw.decode("utf-8"))
-                if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
-                    why = "not an episode record"
-            except UnicodeDecodeError:
-                why = "not UTF-8 (torn)"
-            except (ValueError, RecursionError):
-                why = "not complete JSON" if not raw.endswith(b"\n") else "not JSON"
-            if why is None:
-                out.records.append((lineno, rec))
+            rec, why = _parse(raw)
+            if rec is not None:
                 out.good_end, out.newline = offset + size, raw.endswith(b"\n")
+                yield lineno, offset, rec
             elif raw.strip():
-                out.damaged.append((lineno, offset, size, why))
+                out.damaged.append((lineno, offset, size, why or ""))
             offset += size
+
+
+def scan(path: Path, warn: bool = True) -> Scan:
+    """Read an episode file line by line, whatever bytes it holds: a line that is not UTF-8, not JSON, not
+    a record with a key, or cut short is skipped (one :class:`StoreWarning` line names them). Never writes."""
+    out = Scan()
+    out.records = [(lineno, rec) for lineno, _, rec in _walk(path, out)]
     if out.damaged and warn:
         warnings.warn(out.report(path), StoreWarning, stacklevel=3)
     return out
+
+
+#: an index slot: no record for the key
+_NONE = -1
 
 
 class EpisodeStore:
@@ -91,31 +115,55 @@ class EpisodeStore:
     the folder (:func:`topoeval.runner.lock.lock_run`): opening repairs a damaged file (a torn tail is cut
     off, a last line without its newline gets one) so the next record starts on a line of its own.
 
-    ``records`` keeps each key's latest record (what :meth:`_keep` returns: the whole record today; what a
-    resume needs would do, as the key and its status decide what runs again)."""
+    The store keeps where each key's latest record starts in the file and whether it finished, not
+    the record: a planned key's in an array indexed by its position in ``plan`` (8 bytes an
+    episode), any other key's in a dict. :meth:`get` (and the :attr:`records` view) reads a record
+    back from the file when asked."""
 
-    def __init__(self, run_dir: Path, name: str = EPISODES):
+    def __init__(self, run_dir: Path, name: str = EPISODES, plan: PlanIndex | None = None):
         self.path = run_dir / name
-        self.records: dict[str, dict[str, Any]] = {}
+        self.plan = plan
+        #: per planned position: the offset of its latest line (finished), -(offset + 2) (an error), or -1
+        self._slots = array("q", [_NONE]) * (len(plan) if plan is not None else 0)
+        self._extra: dict[str, int] = {}
+        self._count = 0
+        self._reader: BinaryIO | None = None
+        self._fd = -1
         run_dir.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             self._load()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self._end = self.path.stat().st_size if self.path.exists() else 0
 
-    def _load(self) -> None:
-        found = scan(self.path)
-        for _, rec in found.records:
-            self.records[rec["key"]] = self._keep(rec)  # the latest line of a key wins
+    def _load(self, warn: bool = True) -> None:
+        found = Scan()
+        for _, offset, rec in _walk(self.path, found):
+            self._set(rec["key"], offset, is_finished(rec))  # the latest line of a key wins
+        if found.damaged and warn:
+            warnings.warn(found.report(self.path), StoreWarning, stacklevel=3)
         if found.damaged or not found.newline:
-            self._repair(found)
+            if self._repair(found):  # rewritten: every offset moved
+                self._slots = array("q", [_NONE]) * len(self._slots)
+                self._extra, self._count = {}, 0
+                self._load(warn=False)
 
-    def _keep(self, record: dict[str, Any]) -> dict[str, Any]:
-        """What the store keeps of a record in memory (the whole of it)."""
-        return record
+    def _set(self, key: str, offset: int, finished: bool) -> None:
+        code = offset if finished else -offset - 2
+        pos = self.plan.position(key) if self.plan is not None else None
+        if pos is None:
+            self._count += key not in self._extra
+            self._extra[key] = code
+        else:
+            self._count += self._slots[pos] == _NONE
+            self._slots[pos] = code
 
-    def _repair(self, found: Scan) -> None:
+    def _code(self, key: str) -> int:
+        pos = self.plan.position(key) if self.plan is not None else None
+        return self._extra.get(key, _NONE) if pos is None else self._slots[pos]
+
+    def _repair(self, found: Scan) -> bool:
         """Make the file end in a newline after its last readable line: cut a torn tail off (in place), or
-        rewrite the file without its damaged lines (a scratch file, fsync, an atomic replace)."""
+        rewrite the file without its damaged lines (a scratch file, fsync, an atomic replace). True when
+        the file was rewritten."""
         if found.tail_only:
             with open(self.path, "r+b") as fh:
                 fh.truncate(found.good_end)
@@ -124,31 +172,87 @@ class EpisodeStore:
                     fh.write(b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())
-            return
+            return False
         bad = {n for n, _, _, _ in found.damaged}
         with open(self.path, "rb") as src, atomic_file(self.path) as dst:
             for lineno, raw in enumerate(src, 1):
                 if lineno not in bad:
                     dst.write(raw if raw.endswith(b"\n") else raw + b"\n")
+        return True
 
     def __contains__(self, key: str) -> bool:
-        return key in self.records
+        return self._code(key) != _NONE
+
+    def __len__(self) -> int:
+        return self._count
 
     def finished(self, key: str) -> bool:
         """Whether ``key`` has a record that a re-run keeps (any status but ``error``)."""
-        return key in self.records and is_finished(self.records[key])
+        return self._code(key) >= 0
+
+    def finished_at(self, pos: int) -> bool:
+        """Whether the planned episode at ``pos`` has a record a re-run keeps."""
+        return self._slots[pos] >= 0
+
+    def counts(self) -> tuple[int, int]:
+        """(finished, errored) records of planned keys."""
+        finished = sum(1 for code in self._slots if code >= 0)
+        return finished, sum(1 for code in self._slots if code <= -2)
+
+    def errors(self) -> int:
+        """Keys whose latest record ended in ``error`` (planned or not)."""
+        return self.counts()[1] + sum(1 for code in self._extra.values() if code <= -2)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """``key``'s latest record, read from the file (None when it has none)."""
+        code = self._code(key)
+        return None if code == _NONE else self._read(code)
+
+    def get_at(self, pos: int) -> dict[str, Any] | None:
+        """The latest record of the planned episode at ``pos`` (None when it has none)."""
+        code = self._slots[pos]
+        return None if code == _NONE else self._read(code)
+
+    def _read(self, code: int) -> dict[str, Any]:
+        if self._reader is None:
+            self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open for the store's reads; close() closes it)
+        self._reader.seek(code if code >= 0 else -code - 2)
+        rec, why = _parse(self._reader.readline())
+        if rec is None:
+            raise UserError(f"{self.path}: changed under a running store ({why}); is another process writing it?")
+        return rec
+
+    def keys(self) -> Iterator[str]:
+        """Every key with a record: planned ones in plan order, then the others in key order."""
+        if self.plan is not None:
+            for pos, key in enumerate(self.plan.keys()):
+                if self._slots[pos] != _NONE:
+                    yield key
+        yield from sorted(self._extra)
+
+    @property
+    def records(self) -> StoredRecords:
+        """Each key's latest record, read from the file as it is looked up (a read-only mapping)."""
+        return StoredRecords(self)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line (on disk when this returns). A record that cannot be written as
         JSON raises ValueError/TypeError before anything is written; a full disk raises OSError."""
         data = record_line(record)
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        offset = self._end
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
-        self.records[record["key"]] = self._keep(record)
+        self._end += len(data)
+        self._set(record["key"], offset, is_finished(record))
 
     def close(self) -> None:
         """Sync and close the file; the descriptor is closed even when the sync fails (a full disk)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._fd < 0:
             return
         fd, self._fd = self._fd, -1
@@ -156,6 +260,64 @@ class EpisodeStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+class PlannedRecords:
+    """A run's records in plan order, then any others in key order (:func:`~topoeval.runner.shards.in_plan_order`'s
+    order), read back from its episode file on each pass: what the summary and reports stream over.
+    ``owns``: keep only the keys it accepts (a shard's)."""
+
+    def __init__(self, store: EpisodeStore, owns: Callable[[str], bool] | None = None):
+        self._store, self._owns = store, owns
+        self._len: int | None = None
+
+    def _codes(self) -> Iterator[int]:
+        store = self._store
+        if store.plan is not None:
+            for pos, key in enumerate(store.plan.keys()):
+                code = store._slots[pos]
+                if code != _NONE and (self._owns is None or self._owns(key)):
+                    yield code
+        for key in sorted(store._extra):
+            if self._owns is None or self._owns(key):
+                yield store._extra[key]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        with open(self._store.path, "rb") as fh:
+            for code in self._codes():
+                fh.seek(code if code >= 0 else -code - 2)
+                rec, why = _parse(fh.readline())
+                if rec is None:
+                    raise UserError(f"{self._store.path}: changed while it was read ({why}); "
+                                    "is another process writing it?")
+                yield rec
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = sum(1 for _ in self._codes())
+        return self._len
+
+
+class StoredRecords(Mapping[str, dict[str, Any]]):
+    """A store's records as a read-only mapping; each lookup reads its line from the file."""
+
+    def __init__(self, store: EpisodeStore):
+        self._store = store
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        rec = self._store.get(key)
+        if rec is None:
+            raise KeyError(key)
+        return rec
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._store
+
+    def __iter__(self) -> Iterator[str]:
+        return self._store.keys()
+
+    def __len__(self) -> int:
+        return len(self._store)
 
 
 def record_line(record: dict[str, Any]) -> bytes:

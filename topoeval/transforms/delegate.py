@@ -8,6 +8,7 @@ pass through it) and the topology through ``topology_update``; everything else i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from topoeval.core.messages import AssistantMessage
@@ -55,6 +56,10 @@ class DelegatingSuite(Suite[Any]):
 
     def tasks(self, params: Any, split: Split, seed: int, n: int) -> list[Task]:
         return [self.outer_task(t) for t in self.inner.tasks(params, split, seed, n)]
+
+    def iter_tasks(self, params: Any, split: Split, seed: int, n: int) -> Iterator[Task]:
+        for task in self.inner.iter_tasks(params, split, seed, n):
+            yield self.outer_task(task)
 
     def pool_size(self, params: Any, split: Split) -> int | None:
         return self.inner.pool_size(params, split)
