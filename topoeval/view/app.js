@@ -159,7 +159,10 @@
   /* ---------- an episode ---------- */
   function record(run, n) {
     var k = Math.floor(n / run.chunk);
-    return load("data/" + run.id + "/" + k + ".js", run.id + "/" + k).then(function (c) { return c.records[n - k * run.chunk]; });
+    return load("data/" + run.id + "/" + k + ".js", run.id + "/" + k).then(function (c) {
+      run.system_prompts = Object.assign(run.system_prompts || {}, c.system_prompts);
+      return c.records[n - k * run.chunk];
+    });
   }
   function sameTask(run, n) {
     var e = run.episodes[n], c = run.cells[e[0]], out = [];
