@@ -94,3 +94,27 @@ def test_the_keys_read_in_place_agree_with_each_line_parsed_whole(run_dir, tmp_p
         assert index.records(n, n + 1)[0]["key"] == key
     assert index.rows[1][3] == "limit:max_turns" and index.rows[4][4] is None
     assert any(r[5] for n, r in enumerate(index.rows) if n % 6 == 3)  # 1e-05 is below 1
+
+
+def test_an_index_read_in_two_goes_is_the_one_read_in_one(run_dir, tmp_path):
+    """The server's first page of a run indexes its first episodes only, then reads on from there."""
+    copy = tmp_path / "run"
+    copy.mkdir()
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines(keepends=True)
+    retried = json.loads(lines[1])
+    retried["scores"]["success"] = 0.0
+    (copy / "episodes.jsonl").write_text("".join(lines[:10]))
+    (copy / "episodes.shard-1-of-2.jsonl").write_text("".join(lines[10:]) + json.dumps(retried) + "\n")
+    (copy / "run.json").write_text("{}")
+    whole = EpisodeIndex.build(copy)
+    assert len(whole.files) == 2 and whole.complete and len(whole) == 18 and whole.rows[1][4] == 0
+    part = EpisodeIndex.build(copy, until=5)
+    assert len(part) == 5 and not part.complete
+    assert part.rows[1][4] == 1 and part.rows[:1] + part.rows[2:] == whole.rows[:1] + whole.rows[2:5]  # no retry yet
+    part.extend(3)  # already that far: nothing more is read
+    assert len(part) == 5 and part.at[0] == 0
+    part.extend(12)  # on into the second file
+    assert len(part) == 12 and part.at[0] == 1 and not part.complete
+    part.extend()
+    assert part.complete and (part.rows, part.where, part.cells, part.tasks) == (
+        whole.rows, whole.where, whole.cells, whole.tasks)

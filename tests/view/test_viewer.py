@@ -3,6 +3,7 @@ a run, an episode and two episodes side by side from the local server, switches 
 opens the static export from file://. Each view's screenshot is kept in $TOPOEVAL_VIEW_SHOTS, or
 tests/.artifacts/view/ (git-ignored) when that is unset."""
 
+import json
 import os
 import re
 import shutil
@@ -88,6 +89,42 @@ def test_the_server_answers_only_its_own_paths(viewer, ref):
         except urllib.error.HTTPError as exc:
             assert exc.code == 404, path
     assert viewer.url.startswith("http://127.0.0.1:")
+
+
+def script_payload(url):
+    """The payload of one of the page's data scripts, ``topoevalData(name, payload);``."""
+    body = urllib.request.urlopen(url).read().decode()
+    name, _, rest = body.partition(",")
+    assert name.startswith("topoevalData(") and rest.endswith(");\n"), body[:200]
+    return json.loads(name[len("topoevalData("):]), json.loads(rest[:-3])
+
+
+def test_a_big_run_sends_its_first_page_then_the_whole(root, ref):
+    rid, run = ref
+    with Viewer(root, first=5) as small:
+        name, first = script_payload(small.url + f"data/{rid}.js")
+        assert name == rid and first["complete"] is False and len(first["episodes"]) == 5
+        assert first["episodes"] == run["episodes"][:5] and first["cells"] == run["cells"][:len(first["cells"])]
+        name, whole = script_payload(small.url + f"data/{rid}/all.js")
+        assert name == f"{rid}/all" and whole["complete"] is True and whole["episodes"] == run["episodes"]
+        assert whole["cells"] == run["cells"] and whole["tasks"] == run["tasks"]
+
+
+@needs_chromium
+def test_a_big_run_opens_at_its_first_page_then_shows_the_whole(root, ref, tmp_path):
+    rid, run = ref
+    with Viewer(root, first=5) as small:
+        dom = browse(small.url + f"?run={rid}&outcome=failure", tmp_path, "2-run-first-page.png", height=1400)
+        assert "18 of 18 episodes" not in text(dom) and "reading the rest" not in dom
+        shown = len(re.findall(r'<tr class="row" data-episode="\d+">', dom))
+        failures = sum(1 for e in run["episodes"] if e[3] != 1 and e[4] != 1)
+        assert shown == failures > 0 and f"{failures} of 18 episodes shown" in text(dom)
+        # an episode past the first page: the page waits for the whole run before it draws it
+        n = episode(run, "oracle", "travel", 2)
+        assert n >= 5
+        dom = browse(small.url + f"?run={rid}&ep={n}", tmp_path, "4-episode-past-first-page.png", height=1400)
+        assert re.search(r"<h2>oracle</h2>", dom)
+        assert "Same task, other models: random oracle-reckless" in text(dom)  # both past the first 5
 
 
 @needs_chromium

@@ -104,7 +104,8 @@
   function showRun(run) {
     crumb([{ text: "runs", href: {} }, { text: run.path }]);
     main.innerHTML = "";
-    add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes"));
+    var more = run.complete === false ? " (reading the rest of the run…)" : "";
+    add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes" + more));
     var head = el("section", "panel scroll"); head.innerHTML = run.headline || "<p class='muted'>No summary.json.</p>";
     main.appendChild(head);
     if (run.pictures.length) {
@@ -153,7 +154,7 @@
       list.appendChild(pager);
     }
     main.appendChild(list);
-    done();
+    if (!more) done();
   }
 
   /* ---------- an episode ---------- */
@@ -348,10 +349,19 @@
 
   /* ---------- routing ---------- */
   var rid = q.get("run");
+  function whole(run) {
+    // a big run's first payload holds its first episodes only (the server's, never an export's): the
+    // page is drawn from it at once, then again from the whole run, which the server reads on from there
+    return run.complete === false ? load("data/" + run.id + "/all.js", run.id + "/all") : Promise.resolve(run);
+  }
   var go = !rid ? load("data/runs.js", "runs").then(showRuns) : load("data/" + rid + ".js", rid).then(function (run) {
     var ep = q.get("ep"), vs = q.get("vs");
-    if (ep !== null && +ep < run.episodes.length) return showEpisode(run, +ep, vs !== null && +vs < run.episodes.length ? +vs : null);
+    if (ep !== null) return whole(run).then(function (run) {
+      if (+ep < run.episodes.length) return showEpisode(run, +ep, vs !== null && +vs < run.episodes.length ? +vs : null);
+      showRun(run);
+    });
     showRun(run);
+    return whole(run).then(function (all) { if (all !== run) showRun(all); });
   });
   go.catch(function (err) { main.innerHTML = ""; main.appendChild(el("p", "why", String(err))); console.log("topoeval-view-error " + err); });
 })();

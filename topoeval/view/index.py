@@ -17,6 +17,7 @@ import hashlib
 import json
 import mmap
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,32 +70,53 @@ class EpisodeIndex:
     #: per episode: [cell, task, sample, status (index in STATUSES, or the text), success (1/0/None), failing]
     #: where failing is a bit mask over DIMENSIONS (bit i: dimension i applies and scored below 1)
     rows: list[list[Any]] = field(default_factory=list)
+    #: where reading stands: (file number, byte offset of the next line); past the last file when complete
+    at: tuple[int, int] = (0, 0)
+    _cell_no: dict[tuple[str, str, str], int] = field(default_factory=dict, repr=False)
+    _task_no: dict[str, int] = field(default_factory=dict, repr=False)
+    _by_key: dict[str, int] = field(default_factory=dict, repr=False)
+    #: the text of a scores object's dimensions -> its failing mask
+    _masks: dict[bytes, int] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def build(cls, run_dir: Path) -> EpisodeIndex:
+    def build(cls, run_dir: Path, until: int | None = None) -> EpisodeIndex:
+        """The index of a run folder's episodes: all of them, or only as far as the ``until``-th (then
+        :meth:`extend` reads on from there)."""
         index = cls(files=episode_files(run_dir))
+        index.extend(until)
+        return index
+
+    @property
+    def complete(self) -> bool:
+        """Whether every line of the run's files has been read."""
+        return self.at[0] >= len(self.files)
+
+    def extend(self, until: int | None = None) -> None:
+        """Read on until the index holds ``until`` episodes, or to the end of the files (None). The index
+        is then the same as one built in one go: the run's first page can be shown before it is whole."""
         gc_was_on = gc.isenabled()
         gc.disable()  # 100,000 small rows: the collector's passes over them would cost a tenth of the build
         try:
-            index._scan()
+            self._scan(sys.maxsize if until is None else until)
         finally:
             if gc_was_on:
                 gc.enable()
-        return index
 
-    def _scan(self) -> None:
-        cell_no: dict[tuple[str, str, str], int] = {}
-        task_no: dict[str, int] = {}
-        by_key: dict[str, int] = {}
-        masks: dict[bytes, int] = {}  # the text of a scores object's dimensions -> its failing mask
+    def _scan(self, until: int) -> None:
+        cell_no, task_no, by_key, masks = self._cell_no, self._task_no, self._by_key, self._masks
         where, rows = self.where, self.rows
         head, scores_head, cut_len = _HEAD.match, _SCORES_HEAD.match, len(_SCORES)
-        for f, path in enumerate(self.files):
+        f, pos = self.at
+        while f < len(self.files):
+            path = self.files[f]
             if path.stat().st_size == 0:
+                f, pos = f + 1, 0
                 continue
             with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                pos, size, find, rfind = 0, len(mm), mm.find, mm.rfind
+                size, find, rfind = len(mm), mm.find, mm.rfind
                 while pos < size:  # per line: one find, two matches in place, no copy of the line
+                    if len(rows) >= until:
+                        break
                     start, nl = pos, find(b"\n", pos)
                     pos = size if nl < 0 else nl + 1
                     h = head(mm, start, pos)
@@ -114,6 +136,10 @@ class EpisodeIndex:
                     else:
                         where.append((f, start, pos - start))
                         rows.append(row)
+            if pos < size:
+                break
+            f, pos = f + 1, 0
+        self.at = (f, pos)
         self.cells = list(cell_no)
         self.tasks = list(task_no)
 
