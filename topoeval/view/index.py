@@ -122,7 +122,9 @@ class EpisodeIndex:
                     h = head(mm, start, pos)
                     cut = rfind(_SCORES, start, pos) if h is not None else -1
                     s = scores_head(mm, cut + cut_len, pos) if cut >= 0 else None
-                    keys = _fast(h, s, masks) if h is not None and s is not None else _parsed(mm[start:pos])
+                    keys = _fast(h, s, masks) if h is not None and s is not None else None
+                    if keys is None:
+                        keys = _parsed(mm[start:pos])
                     if keys is None:
                         continue  # a torn or foreign line: the run folder skips it too
                     key, status, success, failing = keys
@@ -162,28 +164,32 @@ class EpisodeIndex:
         return out
 
 
-Keys = tuple[str, "int | str", "int | None", int]
+#: (key, status, success, failing) of one line, as a row of the index holds them
+Keys = tuple[str, int | str, int | None, int]
 
 
 def _fast(head: re.Match[bytes], scores: re.Match[bytes], masks: dict[bytes, int]) -> Keys | None:
-    """(key, status, success, failing) from the two matches of a line (see the module docstring). A
-    dimension lies in [0, 1], so any value but 1 or null is below 1; the failing mask of one text of
-    the dimensions is worked out once, in ``masks``."""
+    """(key, status, success, failing) from the two matches of a line (see the module docstring), or
+    None when their text does not read (the line is then parsed whole). A dimension lies in [0, 1], so
+    any value but 1 or null is below 1; the failing mask of one text of the dimensions is worked out
+    once, in ``masks``."""
     raw, status = head.group(1, 2)
     success_text, dims = scores.group(1, 2)
+    failing = masks.get(dims)
     try:
         key = raw.decode() if b"\\" not in raw else json.loads(b'"' + raw + b'"')
+        code: int | str | None = _STATUS_NO.get(status)
+        if code is None:
+            code = status.decode()
         success = _SUCCESS.get(success_text, -1)
         if success == -1:
             success = int(float(success_text) >= 1)
+        if failing is None:
+            failing = masks[dims] = sum(1 << i for i, v in enumerate(_DIM_VALUE.findall(dims))
+                                        if v != b"null" and float(v) < 1)
     except ValueError:
         return None
-    failing = masks.get(dims)
-    if failing is None:
-        failing = masks[dims] = sum(1 << i for i, v in enumerate(_DIM_VALUE.findall(dims))
-                                    if v != b"null" and float(v) < 1)
-    code = _STATUS_NO.get(status)
-    return key, status.decode() if code is None else code, success, failing
+    return key, code, success, failing
 
 
 def _parsed(line: bytes) -> Keys | None:
