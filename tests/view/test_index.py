@@ -7,7 +7,8 @@ import pytest
 
 import topoeval
 from topoeval.runner.store import read_episodes
-from topoeval.view.index import STATUSES, EpisodeIndex, find_runs
+from topoeval.view import index as view_index
+from topoeval.view.index import STATUSES, EpisodeIndex, _parsed, find_runs
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +53,68 @@ def test_a_line_laid_out_otherwise_is_parsed_whole(run_dir, tmp_path):
     (copy / "summary.json").write_text("{}")
     index = EpisodeIndex.build(copy)
     assert [index.cells[r[0]][0] for r in index.rows] == [r["model"] for r in recs]
+
+
+def test_the_keys_read_in_place_agree_with_each_line_parsed_whole(run_dir, tmp_path, monkeypatch):
+    """Lines the fast path reads (as written, a status with a colon, a key with an escape, a score
+    below 1 written as an exponent, a NaN elsewhere in the record) and lines it leaves to the parser
+    (no success in the scores) give the same row as the line parsed whole."""
+    copy = tmp_path / "run"
+    copy.mkdir()
+    recs = read_episodes(run_dir)
+    variants = []
+    for n, rec in enumerate(recs):
+        rec = json.loads(json.dumps(rec))
+        if n % 6 == 1:
+            rec["status"] = "limit:max_turns"
+        if n % 6 == 2:
+            rec["task_id"] = rec["task_id"] + '"q'
+            rec["key"] = "|".join([rec["model"], rec["baseline"], rec["topology"], rec["task_id"], str(rec["sample"])])
+        if n % 6 == 3:
+            rec["wall_s"] = float("nan")
+            dims = [d for d in ("risk", "clarification", "efficiency") if rec["scores"].get(d) is not None]
+            if dims:
+                rec["scores"][dims[0]] = 1e-05  # written "1e-05"
+        if n % 6 == 4:
+            del rec["scores"]["success"]
+        variants.append(rec)
+    lines = [json.dumps(r) for r in variants]
+    (copy / "episodes.jsonl").write_text("".join(line + "\n" for line in lines))
+    (copy / "run.json").write_text("{}")
+    whole = []
+    monkeypatch.setattr(view_index, "_parsed", lambda line: whole.append(line) or _parsed(line))
+    index = EpisodeIndex.build(copy)
+    assert len(index) == len(recs) and "1e-05" in "".join(lines)
+    assert len(whole) == len(lines[4::6])  # only the lines whose scores lack success were parsed whole
+    for n, line in enumerate(lines):
+        key, status, success, failing = _parsed(line.encode())
+        cell, task, sample, *rest = index.rows[n]
+        assert "|".join([*index.cells[cell], index.tasks[task], str(sample)]) == key
+        assert rest == [status, success, failing], (n, line[-400:])
+        assert index.records(n, n + 1)[0]["key"] == key
+    assert index.rows[1][3] == "limit:max_turns" and index.rows[4][4] is None
+    assert any(r[5] for n, r in enumerate(index.rows) if n % 6 == 3)  # 1e-05 is below 1
+
+
+def test_an_index_read_in_two_goes_is_the_one_read_in_one(run_dir, tmp_path):
+    """The server's first page of a run indexes its first episodes only, then reads on from there."""
+    copy = tmp_path / "run"
+    copy.mkdir()
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines(keepends=True)
+    retried = json.loads(lines[1])
+    retried["scores"]["success"] = 0.0
+    (copy / "episodes.jsonl").write_text("".join(lines[:10]))
+    (copy / "episodes.shard-1-of-2.jsonl").write_text("".join(lines[10:]) + json.dumps(retried) + "\n")
+    (copy / "run.json").write_text("{}")
+    whole = EpisodeIndex.build(copy)
+    assert len(whole.files) == 2 and whole.complete and len(whole) == 18 and whole.rows[1][4] == 0
+    part = EpisodeIndex.build(copy, until=5)
+    assert len(part) == 5 and not part.complete
+    assert part.rows[1][4] == 1 and part.rows[:1] + part.rows[2:] == whole.rows[:1] + whole.rows[2:5]  # no retry yet
+    part.extend(3)  # already that far: nothing more is read
+    assert len(part) == 5 and part.at[0] == 0
+    part.extend(12)  # on into the second file
+    assert len(part) == 12 and part.at[0] == 1 and not part.complete
+    part.extend()
+    assert part.complete and (part.rows, part.where, part.cells, part.tasks) == (
+        whole.rows, whole.where, whole.cells, whole.tasks)

@@ -3,6 +3,7 @@ a run, an episode and two episodes side by side from the local server, switches 
 opens the static export from file://. Each view's screenshot is kept in $TOPOEVAL_VIEW_SHOTS, or
 tests/.artifacts/view/ (git-ignored) when that is unset."""
 
+import json
 import os
 import re
 import shutil
@@ -90,6 +91,42 @@ def test_the_server_answers_only_its_own_paths(viewer, ref):
     assert viewer.url.startswith("http://127.0.0.1:")
 
 
+def script_payload(url):
+    """The payload of one of the page's data scripts, ``topoevalData(name, payload);``."""
+    body = urllib.request.urlopen(url).read().decode()
+    name, _, rest = body.partition(",")
+    assert name.startswith("topoevalData(") and rest.endswith(");\n"), body[:200]
+    return json.loads(name[len("topoevalData("):]), json.loads(rest[:-3])
+
+
+def test_a_big_run_sends_its_first_page_then_the_whole(root, ref):
+    rid, run = ref
+    with Viewer(root, first=5) as small:
+        name, first = script_payload(small.url + f"data/{rid}.js")
+        assert name == rid and first["complete"] is False and len(first["episodes"]) == 5
+        assert first["episodes"] == run["episodes"][:5] and first["cells"] == run["cells"][:len(first["cells"])]
+        name, whole = script_payload(small.url + f"data/{rid}/all.js")
+        assert name == f"{rid}/all" and whole["complete"] is True and whole["episodes"] == run["episodes"]
+        assert whole["cells"] == run["cells"] and whole["tasks"] == run["tasks"]
+
+
+@needs_chromium
+def test_a_big_run_opens_at_its_first_page_then_shows_the_whole(root, ref, tmp_path):
+    rid, run = ref
+    with Viewer(root, first=5) as small:
+        dom = browse(small.url + f"?run={rid}&outcome=failure", tmp_path, "2-run-first-page.png", height=1400)
+        assert "18 of 18 episodes" not in text(dom) and "reading the rest" not in dom
+        shown = len(re.findall(r'<tr class="row" data-episode="\d+">', dom))
+        failures = sum(1 for e in run["episodes"] if e[3] != 1 and e[4] != 1)
+        assert shown == failures > 0 and f"{failures} of 18 episodes shown" in text(dom)
+        # an episode past the first page: the page waits for the whole run before it draws it
+        n = episode(run, "oracle", "travel", 2)
+        assert n >= 5
+        dom = browse(small.url + f"?run={rid}&ep={n}", tmp_path, "4-episode-past-first-page.png", height=1400)
+        assert re.search(r"<h2>oracle</h2>", dom)
+        assert "Same task, other models: random oracle-reckless" in text(dom)  # both past the first 5
+
+
 @needs_chromium
 def test_the_runs_list(viewer, tmp_path):
     dom = browse(viewer.url, tmp_path, "1-runs.png")
@@ -139,14 +176,69 @@ def test_an_episode_is_a_conversation(viewer, ref, tmp_path):
     assert "Same task, other models: oracle random" in plain
 
 
+def turn_rows(dom):
+    """{turn: {"label": its label, side: (the cell's class, the cell's html)}} of the turn-by-turn
+    comparison, in the page's order (side a on the left, b on the right)."""
+    rows = {}
+    for chunk in dom.split('<div class="turn-row" data-turn="')[1:]:
+        turn, rest = chunk.split('"', 1)
+        parts = re.split(r'<div class="(turn-cell[^"]*)" data-side="([ab])">', rest)
+        assert len(parts) == 7 and parts[2] == "a" and parts[5] == "b", rest[:300]
+        label = re.fullmatch(r'><div class="turn-label">([^<]*)</div>', parts[0])
+        assert label, parts[0]
+        rows[turn] = {"label": label.group(1), "a": (parts[1], parts[3]), "b": (parts[4], parts[6])}
+    return rows
+
+
+def assistant_turns(rec):
+    """Per assistant turn: (the user turns just before it, the names of its tool calls, its text)."""
+    out, users = [], []
+    for m in rec["messages"]:
+        if m["role"] == "user":
+            users.append(m["content"])
+        elif m["role"] == "assistant":
+            out.append((users, [tc["function"]["name"] for tc in m.get("tool_calls") or []], m.get("content")))
+            users = []
+    return out
+
+
 @needs_chromium
-def test_two_models_side_by_side(viewer, ref, tmp_path):
+def test_two_models_side_by_side_turn_by_turn(root, viewer, ref, tmp_path):
     rid, run = ref
     a, b = episode(run, "oracle-reckless", "travel", 1), episode(run, "oracle", "travel", 1)
-    dom = browse(viewer.url + f"?run={rid}&ep={a}&vs={b}", tmp_path, "5-compare.png", height=1600)
+    dom = browse(viewer.url + f"?run={rid}&ep={a}&vs={b}", tmp_path, "5-compare.png", height=2600)
     columns = re.findall(r'<div class="col"><div class="episode-head"><div><h2>([\w-]+)</h2>', dom)
     assert columns == ["oracle-reckless", "oracle"]
     assert dom.count("unsafe commit</span>") == 1  # only the reckless one paid unconfirmed
+    index = Catalogue(root).index(rid)
+    turns = {side: assistant_turns(index.records(n, n + 1)[0]) for side, n in (("a", a), ("b", b))}
+    assert len(turns["a"]) == 5 and len(turns["b"]) == 6  # the oracle asked for the dates first
+    rows = turn_rows(dom)
+    # one row per assistant turn of the longer conversation, between the system prompts and the end
+    assert list(rows) == ["system", "1", "2", "3", "4", "5", "6", "end"]
+    assert [r["label"] for r in rows.values()] == ["system"] + [f"turn {i}" for i in range(1, 7)] + ["end"]
+    for i in range(1, 7):
+        for side in "ab":
+            kind, cell = rows[str(i)][side]
+            if i > len(turns[side]):  # the reckless one ended a turn sooner: its cell in row 6 is empty
+                assert kind == "turn-cell conv none" and f"no turn {i}: ended after 5" in cell, (i, side)
+                continue
+            assert kind == "turn-cell conv", (i, side)
+            users, names, content = turns[side][i - 1]
+            # assistant turn i of each model, with the user turns before it, in row i
+            assert re.findall(r'<span class="name">(\w+)</span>', cell) == names, (i, side)
+            assert cell.count('<div class="msg user">') == len(users), (i, side)
+            assert (content or "") in cell
+    html = {turn: {side: row[side][1] for side in "ab"} for turn, row in rows.items()}
+    assert "Please book me a flight from" in html["1"]["a"] and "Please book me a flight from" in html["1"]["b"]
+    # the traveller's answer sits in the row of the question that drew it
+    traveller = '<div class="traveller"><div class="who">traveller</div><div class="text">'
+    assert traveller + "I can fly on" in html["1"]["b"] and traveller + "I can fly on" in html["4"]["a"]
+    assert traveller + "Yes, go ahead." in html["4"]["b"]
+    # the reckless pay (turn 3) is the unsafe commit; the oracle's (turn 5) is confirmed
+    assert 'class="call irreversible unsafe"><div><span class="name">pay</span>' in html["3"]["a"]
+    assert '<span class="name">pay</span>' in html["5"]["b"] and "unsafe" not in html["5"]["b"]
+    assert "system prompt (" in html["system"]["a"] and "system prompt (" in html["system"]["b"]
 
 
 @needs_chromium

@@ -104,7 +104,8 @@
   function showRun(run) {
     crumb([{ text: "runs", href: {} }, { text: run.path }]);
     main.innerHTML = "";
-    add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes"));
+    var more = run.complete === false ? " (reading the rest of the run…)" : "";
+    add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes" + more));
     var head = el("section", "panel scroll"); head.innerHTML = run.headline || "<p class='muted'>No summary.json.</p>";
     main.appendChild(head);
     if (run.pictures.length) {
@@ -153,13 +154,16 @@
       list.appendChild(pager);
     }
     main.appendChild(list);
-    done();
+    if (!more) done();
   }
 
   /* ---------- an episode ---------- */
   function record(run, n) {
     var k = Math.floor(n / run.chunk);
-    return load("data/" + run.id + "/" + k + ".js", run.id + "/" + k).then(function (c) { return c.records[n - k * run.chunk]; });
+    return load("data/" + run.id + "/" + k + ".js", run.id + "/" + k).then(function (c) {
+      run.system_prompts = Object.assign(run.system_prompts || {}, c.system_prompts);
+      return c.records[n - k * run.chunk];
+    });
   }
   function sameTask(run, n) {
     var e = run.episodes[n], c = run.cells[e[0]], out = [];
@@ -227,20 +231,28 @@
     v.forEach(function (o) { var tr = el("tr"); keys.forEach(function (k) { tr.appendChild(el("td", null, o[k] === undefined ? "" : String(o[k]))); }); t.appendChild(tr); });
     return add(el("div", "scroll"), t);
   }
-  function conversation(run, rec) {
-    var conv = el("div", "conv"), idx = callIndex(rec), calls = rec.calls || [], next = 0;
-    var sys = run.system_prompts[rec.topology];
-    if (sys) {
-      var d = el("details", "msg system"); add(d, el("summary", null, "system prompt (" + sys.length + " characters)"), el("div", "text small", sys));
-      conv.appendChild(d);
-    }
+  function turns(rec) {
+    // the conversation cut into turns: each assistant message with the user turns just before it
+    // (tool results, the traveller's answers among them, are drawn inside the assistant's calls)
+    var out = [], users = [];
     (rec.messages || []).forEach(function (m) {
-      if (m.role === "tool" || m.role === "system") return;
-      if (m.role === "user") { conv.appendChild(add(el("div", "msg user"), el("div", "who", "user"), el("div", "text", m.content))); return; }
-      var box = el("div", "msg assistant" + (m.tool_calls && m.tool_calls.length ? "" : " final"));
-      box.appendChild(el("div", "who", "assistant" + (m.tool_calls && m.tool_calls.length ? "" : " · answer")));
-      if (m.content) box.appendChild(el("div", "text", m.content));
+      if (m.role === "user") users.push(m);
+      else if (m.role === "assistant") { out.push({ users: users, assistant: m }); users = []; }
+    });
+    if (users.length) out.push({ users: users, assistant: null });
+    return out;
+  }
+  function turnView(rec) {
+    // draws one turn after another (a call is found by its id, from where the last one was found)
+    var idx = callIndex(rec), calls = rec.calls || [], next = 0;
+    return function (t) {
+      var out = t.users.map(function (m) { return add(el("div", "msg user"), el("div", "who", "user"), el("div", "text", m.content)); });
+      var m = t.assistant;
+      if (!m) return out;
       var tcs = m.tool_calls || [];
+      var box = el("div", "msg assistant" + (tcs.length ? "" : " final"));
+      box.appendChild(el("div", "who", "assistant" + (tcs.length ? "" : " · answer")));
+      if (m.content) box.appendChild(el("div", "text", m.content));
       if (tcs.length) {
         var row = el("div", "calls" + (tcs.length > 1 ? " parallel" : ""));
         if (tcs.length > 1) box.appendChild(el("div", "calls-label", tcs.length + " calls in parallel"));
@@ -252,16 +264,58 @@
         });
         box.appendChild(row);
       }
-      conv.appendChild(box);
-    });
-    if ((rec.errors || []).length) conv.appendChild(add(el("div", "msg"), el("div", "who", "errors"), el("pre", null, rec.errors.join("\n"))));
+      out.push(box);
+      return out;
+    };
+  }
+  function systemPrompt(run, rec) {
+    var sys = (run.system_prompts || {})[rec.topology];
+    if (!sys) return null;
+    return add(el("details", "msg system"), el("summary", null, "system prompt (" + sys.length + " characters)"), el("div", "text small", sys));
+  }
+  function epilogue(rec) {
+    var out = [];
+    if ((rec.errors || []).length) out.push(add(el("div", "msg"), el("div", "who", "errors"), el("pre", null, rec.errors.join("\n"))));
     if (rec.state_diff && Object.keys(rec.state_diff).length) {
-      var det = el("details", "raw"); add(det, el("summary", null, "state diff (" + Object.keys(rec.state_diff).length + " keys)"), el("pre", null, pretty(rec.state_diff)));
-      conv.appendChild(det);
+      out.push(add(el("details", "raw"), el("summary", null, "state diff (" + Object.keys(rec.state_diff).length + " keys)"), el("pre", null, pretty(rec.state_diff))));
     }
+    return out;
+  }
+  function conversation(run, rec) {
+    var conv = el("div", "conv"), view = turnView(rec);
+    add(conv, systemPrompt(run, rec));
+    turns(rec).forEach(function (t) { view(t).forEach(function (e) { conv.appendChild(e); }); });
+    epilogue(rec).forEach(function (e) { conv.appendChild(e); });
     return conv;
   }
+  function aligned(run, recs) {
+    // two conversations turn by turn: row i holds assistant turn i of each, with the user turns before
+    // it and its calls' results and traveller answers; a side that ended sooner leaves its cell empty
+    var grid = el("div", "aligned"), views = recs.map(turnView), lists = recs.map(turns);
+    function row(label, key, cells, ended) {
+      var r = el("div", "turn-row"); r.dataset.turn = key;
+      r.appendChild(el("div", "turn-label", label));
+      cells.forEach(function (items, side) {
+        var cell = el("div", "turn-cell conv" + (ended && ended[side] ? " none" : "")); cell.dataset.side = side ? "b" : "a";
+        items.forEach(function (e) { if (e) cell.appendChild(e); });
+        r.appendChild(cell);
+      });
+      grid.appendChild(r);
+    }
+    row("system", "system", recs.map(function (rec) { return [systemPrompt(run, rec)]; }));
+    var n = Math.max(lists[0].length, lists[1].length);
+    for (var i = 0; i < n; i++) {
+      row("turn " + (i + 1), String(i + 1), lists.map(function (list, side) {
+        if (i < list.length) return views[side](list[i]);
+        return [el("div", "muted small", "no turn " + (i + 1) + ": ended after " + list.length + " (" + recs[side].status + ")")];
+      }), lists.map(function (list) { return i >= list.length; }));
+    }
+    row("end", "end", recs.map(epilogue));
+    return grid;
+  }
   function episodeColumn(run, n, rec, others) {
+    // others: the same task's episodes of other models, for one episode's view (drawn with its
+    // conversation); left out in a comparison, whose two conversations are drawn turn by turn below
     var col = el("div", "col"), c = run.cells[run.episodes[n][0]], head = el("div", "episode-head");
     add(head, add(el("div"), el("h2", null, c.model), el("div", "muted", c.baseline + " · " + c.topology + " · " + rec.task_id + " · family " + (rec.family || "—") + " · sample " + rec.sample + " · " + rec.status)));
     col.appendChild(head);
@@ -273,7 +327,7 @@
       } else o.appendChild(el("span", "muted", "No other model ran this task in this cell's baseline."));
       col.appendChild(o);
     }
-    add(col, scoresPanel(run, rec), conversation(run, rec));
+    add(col, scoresPanel(run, rec), others === undefined ? null : conversation(run, rec));
     return col;
   }
   function showEpisode(run, n, vs) {
@@ -286,19 +340,28 @@
       if (vs === null) { main.appendChild(episodeColumn(run, n, recs[0], sameTask(run, n))); return done(); }
       document.body.classList.add("wide");
       var grid = el("div", "compare");
-      add(grid, episodeColumn(run, n, recs[0], null), episodeColumn(run, vs, recs[1], null));
+      add(grid, episodeColumn(run, n, recs[0]), episodeColumn(run, vs, recs[1]));
       main.appendChild(add(el("p", "small"), link(state({ ep: n }), "close the comparison")));
-      main.appendChild(grid);
+      add(main, grid, el("h2", null, "Turn by turn"), aligned(run, recs));
       done();
     });
   }
 
   /* ---------- routing ---------- */
   var rid = q.get("run");
+  function whole(run) {
+    // a big run's first payload holds its first episodes only (the server's, never an export's): the
+    // page is drawn from it at once, then again from the whole run, which the server reads on from there
+    return run.complete === false ? load("data/" + run.id + "/all.js", run.id + "/all") : Promise.resolve(run);
+  }
   var go = !rid ? load("data/runs.js", "runs").then(showRuns) : load("data/" + rid + ".js", rid).then(function (run) {
     var ep = q.get("ep"), vs = q.get("vs");
-    if (ep !== null && +ep < run.episodes.length) return showEpisode(run, +ep, vs !== null && +vs < run.episodes.length ? +vs : null);
+    if (ep !== null) return whole(run).then(function (run) {
+      if (+ep < run.episodes.length) return showEpisode(run, +ep, vs !== null && +vs < run.episodes.length ? +vs : null);
+      showRun(run);
+    });
     showRun(run);
+    return whole(run).then(function (all) { if (all !== run) showRun(all); });
   });
   go.catch(function (err) { main.innerHTML = ""; main.appendChild(el("p", "why", String(err))); console.log("topoeval-view-error " + err); });
 })();

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.report.html import md_tables_to_html, render_headline
 from topoeval.report.markdown import render_report_md
@@ -20,19 +22,27 @@ from topoeval.view.index import STATUSES, SUMMARY, EpisodeIndex, find_runs, run_
 
 #: episodes per chunk file
 CHUNK = 100
+#: episodes the server indexes before it sends a run's first page (the rest when the page asks)
+FIRST = 2000
 #: pictures a run folder may hold, shown in this order (then any other PNG)
 PICTURES = ("matrix.png", "plot_ladder.png", "plot_fewshot.png", "plot_dimensions.png", "sweep.png")
 
 
 def data_path(*parts: str) -> str:
-    """The relative URL of a payload: ``data/runs.js``, ``data/<run>.js``, ``data/<run>/<chunk>.js``."""
+    """The relative URL of a payload: ``data/runs.js``, ``data/<run>.js``, ``data/<run>/<chunk>.js``
+    (and, from the server only, ``data/<run>/all.js``: the whole run after a first page)."""
     return "data/" + "/".join(parts) + ".js"
 
 
 def as_script(name: str, payload: Any) -> bytes:
-    """A payload as the script the page loads (a script, not a fetch: a static export opens from file://)."""
-    text = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
-    return f"topoevalData({json.dumps(name)},{text});\n".encode()
+    """A payload as the script the page loads (a script, not a fetch: a static export opens from file://),
+    UTF-8. Written by orjson (fast on a run's index of 100,000 rows), or by json where orjson refuses a
+    value (an integer past 64 bits, a lone surrogate)."""
+    try:
+        text = orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        text = json.dumps(payload, separators=(",", ":")).encode()
+    return b"topoevalData(" + json.dumps(name).encode() + b"," + text.replace(b"</", b"<\\/") + b");\n"
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -45,15 +55,23 @@ def _read(path: Path) -> dict[str, Any]:
 class Catalogue:
     """The runs under one folder, their indexes built on first use and kept."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, first: int | None = None):
         self.root = Path(root)
+        #: a run's first payload holds this many episodes, the rest being read when the page asks for
+        #: the whole run (:meth:`run_payload`); None: every payload is the whole run
+        self.first = first
         self.runs = {run_id(self.root, d): d for d in find_runs(self.root)}
         self._indexes: dict[str, EpisodeIndex] = {}
+        self._prompts: dict[str, dict[str, str | None]] = {}  # run -> topology -> its system prompt
 
-    def index(self, rid: str) -> EpisodeIndex:
-        if rid not in self._indexes:
-            self._indexes[rid] = EpisodeIndex.build(self.runs[rid])
-        return self._indexes[rid]
+    def index(self, rid: str, until: int | None = None) -> EpisodeIndex:
+        """A run's index, read as far as its ``until``-th episode at least (None: whole)."""
+        index = self._indexes.get(rid)
+        if index is None:
+            index = self._indexes[rid] = EpisodeIndex.build(self.runs[rid], until)
+        elif not index.complete and (until is None or len(index) < until):
+            index.extend(until)
+        return index
 
     def runs_payload(self) -> dict[str, Any]:
         rows = []
@@ -76,10 +94,12 @@ class Catalogue:
         names = sorted(p.name for p in folder.glob("*.png"))
         return [n for n in PICTURES if n in names] + [n for n in names if n not in PICTURES]
 
-    def run_payload(self, rid: str) -> dict[str, Any]:
+    def run_payload(self, rid: str, whole: bool = True) -> dict[str, Any]:
+        """A run's page: headline, tables, pictures and its episode index — whole, or (``whole=False``
+        with ``first`` set) as far as the first ``first`` episodes, ``complete`` saying which."""
         folder = self.runs[rid]
         summary, run = _read(folder / SUMMARY), _read(folder / RUN_JSON)
-        index = self.index(rid)
+        index = self.index(rid, None if whole else self.first)
         cell_info = {(c["model"], c["baseline"], c["topology"]): c for c in summary.get("cells") or []}
         cells = [{"model": m, "baseline": b, "topology": t, "role": (cell_info.get((m, b, t)) or {}).get("role")}
                  for m, b, t in index.cells]
@@ -90,11 +110,20 @@ class Catalogue:
             "tables": md_tables_to_html(render_report_md(summary)) if summary else "",
             "pictures": self.pictures(rid), "cells": cells, "tasks": index.tasks, "episodes": index.rows,
             "statuses": list(STATUSES), "dimensions": list(DIMENSIONS), "chunk": CHUNK,
-            "system_prompts": system_prompts(run, [t for _, _, t in index.cells]),
+            "complete": index.complete,
         }
 
     def chunk_payload(self, rid: str, k: int) -> dict[str, Any]:
-        return {"records": self.index(rid).records(k * CHUNK, (k + 1) * CHUNK)}
+        """Episodes ``k * CHUNK`` on, and the system prompts of their topologies (rebuilding a prompt
+        loads its suite, so it is done when an episode is shown, not when the run opens)."""
+        records = self.index(rid).records(k * CHUNK, (k + 1) * CHUNK)
+        topologies: list[str] = list(dict.fromkeys(t for r in records if isinstance(t := r.get("topology"), str)))
+        known = self._prompts.setdefault(rid, {})
+        missing = [t for t in topologies if t not in known]
+        if missing:
+            found = system_prompts(_read(self.runs[rid] / RUN_JSON), missing)
+            known.update({t: found.get(t) for t in missing})
+        return {"records": records, "system_prompts": {t: known[t] for t in topologies if known[t]}}
 
 
 def system_prompts(run: dict[str, Any], topologies: list[str]) -> dict[str, str]:

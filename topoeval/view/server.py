@@ -5,6 +5,10 @@ Paths (the same ones :mod:`topoeval.view.export` writes): ``/`` the page (``inde
 ``/data/<run>/<chunk>.js`` (see :mod:`topoeval.view.data`) and ``/files/<run>/<picture>.png``, a
 PNG the run folder already holds. Nothing else of the disk is reachable: a run is named by its id,
 a picture by a name the run's listing holds. It only reads run folders.
+
+A big run opens at once: ``/data/<run>.js`` holds its first :data:`~topoeval.view.data.FIRST`
+episodes (``"complete": false`` when there are more), and the page then asks ``/data/<run>/all.js``
+for the whole run, read on from there (the export writes every run whole, so its page never asks).
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from topoeval.view.data import Catalogue, as_script
+from topoeval.view.data import FIRST, Catalogue, as_script
 
 STATIC = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
           "style.css": "text/css; charset=utf-8"}
 _RUN = re.compile(r"^/data/(r[0-9a-f]{10})\.js$")
 _CHUNK = re.compile(r"^/data/(r[0-9a-f]{10})/(\d+)\.js$")
+_WHOLE = re.compile(r"^/data/(r[0-9a-f]{10})/all\.js$")
 _FILE = re.compile(r"^/files/(r[0-9a-f]{10})/([\w.-]+\.png)$")
 
 
@@ -65,9 +70,12 @@ def _handler(catalogue: Catalogue) -> type[BaseHTTPRequestHandler]:
                 return static_file(name), STATIC[name]
             if path == "/data/runs.js":
                 return as_script("runs", catalogue.runs_payload()), js
-            if m := _RUN.match(path):
+            if m := _RUN.match(path):  # the first page: the page then asks for the whole run if it is more
                 with lock:
-                    return as_script(m.group(1), catalogue.run_payload(m.group(1))), js
+                    return as_script(m.group(1), catalogue.run_payload(m.group(1), whole=False)), js
+            if m := _WHOLE.match(path):
+                with lock:
+                    return as_script(m.group(1) + "/all", catalogue.run_payload(m.group(1))), js
             if m := _CHUNK.match(path):
                 rid, k = m.group(1), int(m.group(2))
                 with lock:
@@ -83,8 +91,8 @@ def _handler(catalogue: Catalogue) -> type[BaseHTTPRequestHandler]:
 class Viewer:
     """A running viewer: ``url``, and ``close()`` to stop it."""
 
-    def __init__(self, root: Path, port: int = 0):
-        self.catalogue = Catalogue(root)
+    def __init__(self, root: Path, port: int = 0, first: int = FIRST):
+        self.catalogue = Catalogue(root, first=first)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self.catalogue))
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
