@@ -1,6 +1,7 @@
 """A suite author's mistakes caught, not scored (issue 27): a topology over mcp-server-time written
-from docs/suites-mcp.md alone (tests/fixtures/mcp/time), then the mistakes a new author makes —
-a misspelled tool in a gold plan, arguments the server rejects, a task file next to the protocol."""
+from docs/suites-mcp.md and docs/suites-mcp-tasks.md alone (tests/fixtures/mcp/time), then the mistakes
+a new author makes — a misspelled tool in a gold plan, arguments the server rejects, a task file next to
+the protocol."""
 
 from __future__ import annotations
 

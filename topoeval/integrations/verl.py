@@ -1,4 +1,4 @@
-"""topoeval episodes inside verl's agent loop (extra ``topoeval[verl]``: ``verl==0.9.1``; docs/verl-skyrl.md).
+"""topoeval episodes inside verl's agent loop (extra ``topoeval[verl]``: ``verl==0.9.1``; docs/verl.md).
 
 ``TopoevalAgentLoop`` is a verl ``AgentLoopBase`` registered as ``topoeval`` (``@register`` and the
 shipped :data:`AGENT_LOOPS_YAML`, for ``actor_rollout_ref.rollout.agent.agent_loop_config_path``). A
