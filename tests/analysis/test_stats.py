@@ -80,3 +80,25 @@ def test_one_tie_rule_for_compare_the_headline_and_the_leaderboard():
 
     assert verdicts(0.10) == (True, True, True)
     assert verdicts(0.20) == (False, False, False)
+
+
+def test_the_bootstrap_draws_in_bounded_batches_with_the_same_ci(monkeypatch):
+    """A cell of many tasks never holds every resample at once, and the CI is the unbatched one to the bit."""
+    import random
+
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    from topoeval.analysis import stats
+
+    rnd = random.Random(3)
+    values = [rnd.choice([0.0, 0.25, 0.5, 1.0]) for _ in range(3001)]
+    batches = []
+    real = scipy_stats.bootstrap
+    monkeypatch.setattr(scipy_stats, "bootstrap", lambda *a, **k: (batches.append(k.get("batch")), real(*a, **k))[1])
+    monkeypatch.setattr(stats, "BOOTSTRAP_VALUES", 3001 * 40)
+    batched = stats.bootstrap_ci(values)
+    assert batches == [40]
+    whole = real((np.asarray(values),), np.mean, confidence_level=0.95, n_resamples=stats.BOOTSTRAP_RESAMPLES,
+                 method="percentile", random_state=np.random.default_rng(stats.BOOTSTRAP_SEED), vectorized=True)
+    assert batched == [float(whole.confidence_interval.low), float(whole.confidence_interval.high)]

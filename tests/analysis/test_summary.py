@@ -24,7 +24,7 @@ def run(tmp_path_factory):
     samples a task (pass@k, the diagnostics), a few turned into backend errors; in plan order."""
     out = tmp_path_factory.mktemp("w2t")
     episodes = asyncio.run(arun_episodes("wiki_to_travel", MODELS, out, tasks=4, samples=3, shots=[0, 2]))
-    records = episodes.records
+    records = list(episodes.records)
     for r in records[5::37]:  # errors: out of every statistic, counted apart
         r["status"], r["scores"] = "error", {}
     return episodes, records
