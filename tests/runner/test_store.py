@@ -178,6 +178,10 @@ def test_the_store_keeps_offsets_and_reads_records_back_from_the_file(tmp_path, 
     try:
         assert not store._extra and all(isinstance(code, int) for code in store._slots)
         assert list(PlannedRecords(store)) == in_plan_order(records, plan.keys())
+        # the summary trusts a run's own stream to be in plan order (keeps no task ids) and gets the list's cells
+        from topoeval.analysis.summary import build_cells
+
+        assert build_cells(PlannedRecords(store)) == build_cells(list(records.values()))
         assert len(PlannedRecords(store, owns=lambda k: k.startswith("oracle|"))) == 12
         # a record is read from the file when asked: change it on disk (same length) and the store sees it
         key = plan.key(0)

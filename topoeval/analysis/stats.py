@@ -86,12 +86,14 @@ class MetricFold:
     tasks and samples, not its episodes: per finished task its mean, count and successes (for the
     bootstrap and pass@k), per sample index a running sum, and the running sum of all values."""
 
-    __slots__ = ("all", "samples", "task_means", "task_counts", "task_hits", "_task", "_open", "_hits")
+    __slots__ = ("all", "samples", "task_means", "task_counts", "task_hits", "_task", "_open", "_hits", "_counts")
 
-    def __init__(self) -> None:
+    def __init__(self, counts: bool = True) -> None:
+        """``counts``: also keep each task's count and successes (what pass@k needs; 16 bytes a task)."""
         self.all = Fold()
         self.samples: dict[int, Fold] = {}
         self.task_means, self.task_counts, self.task_hits = array("d"), array("q"), array("q")
+        self._counts = counts
         self._task: str | None = None
         self._open, self._hits = Fold(), 0
 
@@ -111,8 +113,9 @@ class MetricFold:
         """The current task has all its values: keep its mean, count and successes only."""
         if self._task is not None and self._open.n:
             self.task_means.append(self._open.value() / self._open.n)
-            self.task_counts.append(self._open.n)
-            self.task_hits.append(self._hits)
+            if self._counts:
+                self.task_counts.append(self._open.n)
+                self.task_hits.append(self._hits)
         self._task, self._open, self._hits = None, Fold(), 0
 
     def stats(self, with_pass: bool = False) -> dict[str, Any]:
@@ -131,6 +134,8 @@ class MetricFold:
             "n": len(per_task),
         }
         if with_pass:
+            if not self._counts:
+                raise ValueError("pass@k needs a MetricFold(counts=True)")
             k_max = min(self.task_counts)
             counts = list(zip(self.task_counts, self.task_hits, strict=True))
             out["pass@k"] = {str(k): float(np.mean([pass_at_k(n, c, k) for n, c in counts]))
@@ -151,7 +156,7 @@ def metric_stats(by_task_sample: dict[str, dict[int, float]], with_pass: bool = 
     the samples every task has, averaged over tasks. (A streaming pass folds the same values with
     :class:`MetricFold`.)
     """
-    fold = MetricFold()
+    fold = MetricFold(counts=with_pass)
     for task, samples in by_task_sample.items():
         for sample, value in samples.items():
             fold.add(task, sample, value)

@@ -55,10 +55,13 @@ class CellFold:
     cell's tasks and samples (its open task's values, per-task means and counts, running sums), not
     with its episodes (but for 8 bytes of each episode id, which the cell lists)."""
 
-    def __init__(self, first: dict[str, Any]):
+    def __init__(self, first: dict[str, Any], ordered: bool = False):
+        """``ordered``: the records are known to come in plan order (a run's own episode file read through
+        its plan), so the tasks seen are counted, not kept to check the order."""
         self.suite, self.role = first["suite"], first["role"]
         self.status: dict[str, int] = defaultdict(int)
-        self.tasks: set[str] = set()
+        self.tasks: set[str] | None = None if ordered else set()
+        self.n_tasks = 0
         self.task: str | None = None
         self.n = 0
         self.ids, self.error_ids = _Ids(), _Ids()
@@ -68,11 +71,13 @@ class CellFold:
     def add(self, r: dict[str, Any]) -> None:
         task = r["task_id"]
         if task != self.task:
-            if task in self.tasks:
-                raise OutOfOrder(f"episode {r.get('key', task)}: its cell's records are not task by task (plan "
-                                 "order); give a list, or the records in plan order")
-            self.tasks.add(task)
+            if self.tasks is not None:
+                if task in self.tasks:
+                    raise OutOfOrder(f"episode {r.get('key', task)}: its cell's records are not task by task (plan "
+                                     "order); give a list, or the records in plan order")
+                self.tasks.add(task)
             self.task = task
+            self.n_tasks += 1
         self.n += 1
         self.status[r["status"]] += 1
         if not is_scored(r):
@@ -83,7 +88,7 @@ class CellFold:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
                 fold = self.metrics.get(name)
                 if fold is None:
-                    fold = self.metrics[name] = MetricFold()
+                    fold = self.metrics[name] = MetricFold(counts=name in BINARY_METRICS)
                 fold.add(task, r["sample"], float(value))
         self.diagnostics.add(r)
 
@@ -95,7 +100,7 @@ class CellFold:
             "topology": key[2],
             "suite": self.suite,
             "role": self.role,
-            "n_tasks": len(self.tasks),
+            "n_tasks": self.n_tasks,
             "n_episodes": self.n,
             "status": dict(sorted(self.status.items())),
             "n_errors": n_errors,
@@ -112,8 +117,11 @@ def build_cells(records: Iterable[dict[str, Any]], order: list[tuple[str, str, s
     """Cells from episode records, in one pass; ``order`` fixes the cell order (model, baseline, topology).
 
     ``records``: a list, in any order, or any iterable read once (an episode file), whose records of a
-    cell come task by task (plan order; :class:`OutOfOrder` otherwise). Either way the numbers are
-    the same, to the last bit, and a stream is held one task per cell at a time (:class:`CellFold`)."""
+    cell come task by task (plan order; :class:`OutOfOrder` otherwise; an iterable whose ``plan_ordered``
+    is true, a run's :class:`~topoeval.runner.store.PlannedRecords`, is trusted and not checked). Either way
+    the numbers are the same, to the last bit, and a stream is held one task per cell at a time
+    (:class:`CellFold`)."""
+    ordered = bool(getattr(records, "plan_ordered", False))
     if isinstance(records, Sequence):
         records = _task_by_task(records)
     folds: dict[tuple[str, str, str], CellFold] = {}
@@ -121,7 +129,7 @@ def build_cells(records: Iterable[dict[str, Any]], order: list[tuple[str, str, s
         key = (r["model"], r["baseline"], r["topology"])
         fold = folds.get(key)
         if fold is None:
-            fold = folds[key] = CellFold(r)
+            fold = folds[key] = CellFold(r, ordered)
         fold.add(r)
     wanted = set(order or [])
     keys = [k for k in (order or []) if k in folds] + sorted(k for k in folds if k not in wanted)

@@ -8,7 +8,8 @@ strings.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 from topoeval.runner.episode import episode_key
@@ -22,7 +23,12 @@ class PlanIndex:
                  topologies: list[str], samples: int):
         self.models, self.baselines, self.topologies, self.samples = models, baselines, topologies, samples
         self.task_ids = task_ids
-        self._task_pos = {t: {tid: i for i, tid in enumerate(task_ids[t])} for t in topologies}
+        #: per topology, its task ids' hashes sorted, and each one's task index (16 bytes a task, where a dict
+        #: of the ids would take about 180): a key's task is found by bisection, then checked by its key
+        self._task_pos: dict[str, tuple[array, array]] = {}
+        for t in topologies:
+            pairs = sorted((hash(tid), i) for i, tid in enumerate(task_ids[t]))
+            self._task_pos[t] = (array("q", [h for h, _ in pairs]), array("q", [i for _, i in pairs]))
         #: (model, baseline, topology) -> position of its first episode; cells in plan order
         self._cell_start: dict[tuple[str, str, str], int] = {}
         self._starts: list[int] = []
@@ -78,8 +84,14 @@ class PlanIndex:
         m, b, t, s = parts[0], parts[1], parts[2], parts[-1]
         task_id = "|".join(parts[3:-1])
         start = self._cell_start.get((m, b, t))
-        task = self._task_pos.get(t, {}).get(task_id)
-        if start is None or task is None or not s.isdigit() or int(s) >= self.samples:
+        if start is None or not s.isdigit() or int(s) >= self.samples:
             return None
-        pos = start + task * self.samples + int(s)
-        return pos if self.key(pos) == key else None
+        hashes, indices = self._task_pos[t]
+        h = hash(task_id)
+        j = bisect_left(hashes, h)
+        while j < len(hashes) and hashes[j] == h:  # a hash shared by two ids: the one whose key it is
+            pos = start + indices[j] * self.samples + int(s)
+            if self.key(pos) == key:
+                return pos
+            j += 1
+        return None

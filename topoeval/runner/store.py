@@ -267,6 +267,9 @@ class PlannedRecords:
     order), read back from its episode file on each pass: what the summary and reports stream over.
     ``owns``: keep only the keys it accepts (a shard's)."""
 
+    #: the records come task by task in each cell (plan order): the summary's fold need not check it
+    plan_ordered = True
+
     def __init__(self, store: EpisodeStore, owns: Callable[[str], bool] | None = None):
         self._store, self._owns = store, owns
         self._len: int | None = None

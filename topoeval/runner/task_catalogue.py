@@ -106,7 +106,7 @@ def build_catalogue(topologies: Iterable[ResolvedTopology], seed: int, counts: d
 def save_catalogue(run_dir: Path, catalogue: TaskCatalogue) -> None:
     """Write tasks.json (what a resume reads instead of making every task again)."""
     if catalogue.record is not None and not catalogue.reused:
-        write_json_atomic(run_dir / TASKS_JSON, catalogue.record)
+        write_json_atomic(run_dir / TASKS_JSON, catalogue.record, indent=None)
 
 
 def _spec(topos: dict[str, ResolvedTopology], seed: int, counts: dict[str, int]) -> dict[str, Any]:
