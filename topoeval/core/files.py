@@ -11,6 +11,7 @@ Use it as ``write_json_atomic(run_dir / "run.json", meta)`` or ``write_atomic(pa
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import secrets
@@ -64,8 +65,14 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
 
 
 def write_json_atomic(path: str | Path, data: Any, indent: int | None = 2) -> None:
-    """``data`` as JSON (UTF-8, a final newline) written atomically."""
-    write_atomic(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
+    """``data`` as JSON (UTF-8, a final newline) written atomically, as it is encoded: the text of a large
+    summary is never one string in memory (the bytes are those ``json.dumps`` gives)."""
+    with atomic_file(path) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        json.dump(data, text, indent=indent, ensure_ascii=False)
+        text.write("\n")
+        text.flush()
+        text.detach()
 
 
 def write_with(path: str | Path, writer: Callable[[Path], None]) -> None:

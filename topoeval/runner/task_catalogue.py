@@ -77,6 +77,10 @@ def build_catalogue(topologies: Iterable[ResolvedTopology], seed: int, counts: d
     pass over every task. ``counts``: tasks per topology; ``fingerprints``: also keep every task's
     fingerprint (always a full pass)."""
     topos = {t.name: t for t in topologies}
+    for topo in topos.values():  # a fixed pool asked for too many: its suite's one line, in protocol order
+        pool = topo.suite.pool_size(topo.params, "test")
+        if pool is not None and counts[topo.name] > pool:
+            topo.suite.generate(topo.params, "test", seed, counts[topo.name] - 1)
     spec = _spec(topos, seed, counts)
     if run_dir is not None and not fingerprints:
         reused = _reuse(run_dir / TASKS_JSON, spec, topos, seed)

@@ -2,8 +2,8 @@
 
 :class:`DelegatingSuite` is ``inner`` seen through a transform: each member of the suite contract
 listed in :data:`FORWARDED` goes to ``inner`` unless the transform overrides it. A transform changes
-tasks on their way out through :meth:`DelegatingSuite.outer_task` (``generate`` and ``tasks`` both
-pass through it) and the topology through ``topology_update``; everything else it overrides by name.
+tasks on their way out through :meth:`DelegatingSuite.outer_task` (``generate``, ``tasks`` and ``iter_tasks``
+all pass through it) and the topology through ``topology_update``; everything else it overrides by name.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from topoeval.core.suite import Split, Suite, SuiteManifest, Task, ToolSpec, Top
 
 #: The suite contract a delegating suite forwards to its inner suite (a test keeps it whole).
 FORWARDED = ("parse_params", "task_problems", "tools_for", "topology_for", "system_prompt", "expand_calls",
-             "generate", "tasks", "pool_size", "make_world", "score", "oracle", "behaviour_version")
+             "generate", "tasks", "iter_tasks", "pool_size", "make_world", "score", "oracle", "behaviour_version")
 
 
 class DelegatingSuite(Suite[Any]):
