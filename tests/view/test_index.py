@@ -31,12 +31,18 @@ def test_the_index_agrees_with_the_records(run_dir):
         assert index.records(n, n + 1) == [rec]
 
 
-def test_a_retried_episode_keeps_its_place_and_a_torn_line_is_skipped(run_dir, tmp_path):
+def _copy_and_retry(run_dir, tmp_path):
+    """A fresh run folder, the run's episode lines, and episode 1 again as a failed retry."""
     copy = tmp_path / "run"
     copy.mkdir()
     lines = (run_dir / "episodes.jsonl").read_text().splitlines(keepends=True)
     retried = json.loads(lines[1])
     retried["scores"]["success"] = 0.0
+    return copy, lines, retried
+
+
+def test_a_retried_episode_keeps_its_place_and_a_torn_line_is_skipped(run_dir, tmp_path):
+    copy, lines, retried = _copy_and_retry(run_dir, tmp_path)
     text = "".join(lines) + json.dumps(retried) + "\n" + lines[2][:50]
     (copy / "episodes.jsonl").write_text(text)
     (copy / "run.json").write_text("{}")
@@ -98,11 +104,7 @@ def test_the_keys_read_in_place_agree_with_each_line_parsed_whole(run_dir, tmp_p
 
 def test_an_index_read_in_two_goes_is_the_one_read_in_one(run_dir, tmp_path):
     """The server's first page of a run indexes its first episodes only, then reads on from there."""
-    copy = tmp_path / "run"
-    copy.mkdir()
-    lines = (run_dir / "episodes.jsonl").read_text().splitlines(keepends=True)
-    retried = json.loads(lines[1])
-    retried["scores"]["success"] = 0.0
+    copy, lines, retried = _copy_and_retry(run_dir, tmp_path)
     (copy / "episodes.jsonl").write_text("".join(lines[:10]))
     (copy / "episodes.shard-1-of-2.jsonl").write_text("".join(lines[10:]) + json.dumps(retried) + "\n")
     (copy / "run.json").write_text("{}")
