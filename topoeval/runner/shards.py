@@ -36,7 +36,6 @@ from topoeval.runner.store import (
     read_json,
     read_records,
     record_line,
-    write_json,
 )
 
 PLAN = "plan.json"
@@ -117,7 +116,7 @@ class Plan(BaseModel):
 
 
 def write_plan(run_dir: Path, plan: Plan) -> None:
-    write_json(run_dir / PLAN, plan.model_dump(mode="json"))
+    write_plan_keys(run_dir, plan.models, plan.samples, plan.order, plan.keys)
 
 
 def write_plan_keys(run_dir: Path, models: list[str], samples: int, order: list[tuple[str, str, str]],

@@ -110,6 +110,15 @@ def scan(path: Path, warn: bool = True) -> Scan:
 _NONE = -1
 
 
+def _record_at(fh: BinaryIO, code: int, path: Path) -> dict[str, Any]:
+    """The record whose line starts where ``code`` (an index slot of :class:`EpisodeStore`) says."""
+    fh.seek(code if code >= 0 else -code - 2)
+    rec, why = _parse(fh.readline())
+    if rec is None:
+        raise UserError(f"{path}: changed while it was read ({why}); is another process writing it?")
+    return rec
+
+
 class EpisodeStore:
     """Episodes of one run folder, keyed by episode key: the writer's side. Open it only while holding
     the folder (:func:`topoeval.runner.lock.lock_run`): opening repairs a damaged file (a torn tail is cut
@@ -206,29 +215,25 @@ class EpisodeStore:
     def get(self, key: str) -> dict[str, Any] | None:
         """``key``'s latest record, read from the file (None when it has none)."""
         code = self._code(key)
-        return None if code == _NONE else self._read(code)
-
-    def get_at(self, pos: int) -> dict[str, Any] | None:
-        """The latest record of the planned episode at ``pos`` (None when it has none)."""
-        code = self._slots[pos]
-        return None if code == _NONE else self._read(code)
-
-    def _read(self, code: int) -> dict[str, Any]:
+        if code == _NONE:
+            return None
         if self._reader is None:
             self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open for the store's reads; close() closes it)
-        self._reader.seek(code if code >= 0 else -code - 2)
-        rec, why = _parse(self._reader.readline())
-        if rec is None:
-            raise UserError(f"{self.path}: changed under a running store ({why}); is another process writing it?")
-        return rec
+        return _record_at(self._reader, code, self.path)
 
-    def keys(self) -> Iterator[str]:
-        """Every key with a record: planned ones in plan order, then the others in key order."""
+    def entries(self) -> Iterator[tuple[str, int]]:
+        """(key, where its latest record is) of every key with a record: planned ones in plan order, then
+        the others in key order."""
         if self.plan is not None:
             for pos, key in enumerate(self.plan.keys()):
                 if self._slots[pos] != _NONE:
-                    yield key
-        yield from sorted(self._extra)
+                    yield key, self._slots[pos]
+        for key in sorted(self._extra):
+            yield key, self._extra[key]
+
+    def keys(self) -> Iterator[str]:
+        """Every key with a record, in :meth:`entries`' order."""
+        return (key for key, _ in self.entries())
 
     @property
     def records(self) -> StoredRecords:
@@ -275,25 +280,12 @@ class PlannedRecords:
         self._len: int | None = None
 
     def _codes(self) -> Iterator[int]:
-        store = self._store
-        if store.plan is not None:
-            for pos, key in enumerate(store.plan.keys()):
-                code = store._slots[pos]
-                if code != _NONE and (self._owns is None or self._owns(key)):
-                    yield code
-        for key in sorted(store._extra):
-            if self._owns is None or self._owns(key):
-                yield store._extra[key]
+        return (code for key, code in self._store.entries() if self._owns is None or self._owns(key))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with open(self._store.path, "rb") as fh:
             for code in self._codes():
-                fh.seek(code if code >= 0 else -code - 2)
-                rec, why = _parse(fh.readline())
-                if rec is None:
-                    raise UserError(f"{self._store.path}: changed while it was read ({why}); "
-                                    "is another process writing it?")
-                yield rec
+                yield _record_at(fh, code, self._store.path)
 
     def __len__(self) -> int:
         if self._len is None:

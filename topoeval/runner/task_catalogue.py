@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,10 +48,6 @@ class TopologyTasks:
     def task(self, index: int) -> Task:
         """The task at ``index`` (made again: the same task the set's hash covers)."""
         return self.topology.suite.generate(self.topology.params, "test", self.seed, index)
-
-    def __iter__(self) -> Iterator[Task]:
-        """Every task in order (made one at a time)."""
-        return self.topology.suite.iter_tasks(self.topology.params, "test", self.seed, len(self.ids))
 
 
 @dataclass
