@@ -199,7 +199,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
                 pending_by_model[model] += 1
         await _preflight(policies, {name for name, n in pending_by_model.items() if n})
         weights = {p.name: p.weights for p in policies if p.weights}
-        meta = _open_run_json(run_dir, protocol, identity, names, k, catalogue.counts(), weights)
+        meta = _open_run_json(run_dir, protocol, identity, names, k, counts, weights)
         inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
         if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
             meta["inference"] = {**meta.get("inference", {}), **inference}

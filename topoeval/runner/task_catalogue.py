@@ -63,9 +63,6 @@ class TaskCatalogue:
     #: what tasks.json holds (the spec the set is made from, its hash, ids and spot-check fingerprints)
     record: dict[str, Any] | None = None
 
-    def counts(self) -> dict[str, int]:
-        return {name: len(t) for name, t in self.topologies.items()}
-
 
 def build_catalogue(topologies: Iterable[ResolvedTopology], seed: int, counts: dict[str, int],
                     run_dir: Path | None = None, fingerprints: bool = False) -> TaskCatalogue:
