@@ -213,3 +213,21 @@ def test_observations_are_json(travel, tasks):
     for m in rec["messages"]:
         if m["role"] == "tool" and m["name"] != "ask_user":
             json.loads(m["content"])
+
+
+def test_the_rationale_before_a_hold_names_the_target_field_by_field(travel, tasks):
+    """Suite.rationale: on every family, the line before the oracle's hold names the target's airline,
+    date, price and, last, its id; other calls, and a flight that is not the task's, get none."""
+    families = set()
+    for task in tasks[:60]:
+        record = rollout(travel, task, "oracle")
+        turns = [m for m in record["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
+        lines = [travel.rationale(task, [], m["tool_calls"]) for m in turns]
+        holds = [i for i, m in enumerate(turns) if m["tool_calls"][0]["function"]["name"] == "hold_seat"]
+        assert len(holds) == 1 and [i for i, line in enumerate(lines) if line] == holds
+        t = next(f for f in task.data["flights"] if f["flight_id"] == task.data["truth"]["target"])
+        assert lines[holds[0]] == f"Cheapest best fit: {t['airline']}, {t['date']}, ${t['price']}: {t['flight_id']}."
+        families.add(task.family)
+    assert families == {"full", "underspecified", "tradeoff", "events", "flexible"}
+    other = {"function": {"name": "hold_seat", "arguments": json.dumps({"flight_id": "NOPE1"})}}
+    assert travel.rationale(tasks[0], [], [other]) is None

@@ -26,6 +26,7 @@ from topoeval.policies.oracle import next_calls
 
 from . import generator, tasks
 from .oracle import active_holds, plan, refused, resolve_hold
+from .rationale import booking_rationale
 from .user import READER_VERSION
 from .world import TravelWorld
 
@@ -225,6 +226,10 @@ class TravelSuite(Suite[TravelParams]):
             and diff_matches(diff, task.expected_state or {}, task.allow_list)
         )
         return {"success": float(ok)}
+
+    def rationale(self, task: Task, messages: list[dict[str, Any]], calls: list[dict[str, Any]]) -> str | None:
+        """Before a booking call: the chosen flight, field by field (:mod:`.rationale`)."""
+        return booking_rationale(task, calls)
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """Reference policies: see :mod:`.oracle` for what each variant does."""

@@ -350,6 +350,14 @@ class Suite(ABC, Generic[ParamsT]):
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """The next message of a reference policy that knows the ground truth."""
 
+    def rationale(self, task: Task, messages: list[dict[str, Any]], calls: list[dict[str, Any]]) -> str | None:
+        """One line of reasoning a reference policy could write before ``calls`` (OpenAI ``tool_calls``)
+        after ``messages``, or None (the default: none). SFT data made with ``rationale=True``
+        (:mod:`topoeval.training.sft_data`) puts it in the assistant turn's text, before its calls, so
+        a small model learns to state what a choice rests on before it makes it. A suite writes it
+        from what the conversation has shown, never from what it has not."""
+        return None
+
     def behaviour_version(self) -> str | None:
         """A version of the suite's code that decides episodes beyond its tasks' data (a simulated user's
         reading of questions, say), or None. Part of the identity of every run over the suite: a run folder

@@ -16,7 +16,8 @@ from topoeval.core.suite import Split, Suite, SuiteManifest, Task, ToolSpec, Top
 
 #: The suite contract a delegating suite forwards to its inner suite (a test keeps it whole).
 FORWARDED = ("parse_params", "task_problems", "tools_for", "topology_for", "system_prompt", "expand_calls",
-             "generate", "tasks", "iter_tasks", "pool_size", "make_world", "score", "oracle", "behaviour_version")
+             "generate", "tasks", "iter_tasks", "pool_size", "make_world", "score", "oracle", "rationale",
+             "behaviour_version")
 
 
 class DelegatingSuite(Suite[Any]):
@@ -72,6 +73,9 @@ class DelegatingSuite(Suite[Any]):
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         return self.inner.oracle(task, messages, variant)
+
+    def rationale(self, task: Task, messages: list[dict[str, Any]], calls: list[dict[str, Any]]) -> str | None:
+        return self.inner.rationale(task, messages, calls)
 
     def behaviour_version(self) -> str | None:
         return self.inner.behaviour_version()
