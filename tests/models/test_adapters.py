@@ -16,6 +16,7 @@ import topoeval
 from topoeval.core.errors import UserError
 from topoeval.models import adapters
 from topoeval.models.adapters import adapter_name, adapter_path, adapter_topology, is_adapter_model
+from topoeval.models.llamacpp_tools import PROMPT_FORMAT, RATIONALE_FORMAT
 from topoeval.policies.registry import make_policy
 
 
@@ -48,7 +49,7 @@ def test_names():
 def test_the_shipped_adapters_are_package_data_and_match_their_records(monkeypatch):
     monkeypatch.delenv(adapters.ENV, raising=False)
     assert adapters.ADAPTERS_DIR == Path(str(files("topoeval_adapters")))
-    for model in ("smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo"):
+    for model in ("smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo", "smollm2-135m-travel-rationale"):
         assert adapter_path(model) == str(adapters.ADAPTERS_DIR / f"{model}.gguf")
 
 
@@ -117,6 +118,20 @@ def test_an_adapter_file_makes_the_model(adapters_dir):
         gguf = write_adapter(adapters_dir, name)
         policy = make_policy(name)
         assert policy.name == name and policy.model_path == base and policy.lora_path == str(gguf)
+        assert not policy.text_then_calls
+    rationale = write_adapter(adapters_dir, "smollm2-135m-why", b"rationale")
+    record = json.loads(rationale.with_suffix(".json").read_text())
+    rationale.with_suffix(".json").write_text(json.dumps({**record, "data": {"prompt_format": RATIONALE_FORMAT}}))
+    assert make_policy("smollm2-135m-why").text_then_calls  # trained with text before calls: run with it
+
+
+def test_an_adapters_prompt_format_is_its_records(tmp_path):
+    gguf = write_adapter(tmp_path, "smollm2-135m-x")
+    assert adapters.prompt_format(gguf) == PROMPT_FORMAT  # a record from before the key, or none at all
+    assert adapters.prompt_format(tmp_path / "elsewhere.gguf") == PROMPT_FORMAT
+    record = json.loads(gguf.with_suffix(".json").read_text())
+    gguf.with_suffix(".json").write_text(json.dumps({**record, "data": {"prompt_format": RATIONALE_FORMAT}}))
+    assert adapters.prompt_format(gguf) == RATIONALE_FORMAT
 
 
 def test_make_eval_runs_the_base_beside_the_adapter_trained_on_the_protocols_train_topology(adapters_dir):

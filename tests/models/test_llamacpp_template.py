@@ -135,3 +135,47 @@ def test_choice_grammars_parse():
     finally:
         server.stop()
     assert json.dumps("\nfunctions.look:") in _next_choice_grammar(["look"])
+
+
+def test_text_then_calls_writes_the_turn_the_template_labels(tokenizer):
+    """An adapter trained on rationale rows writes a line, then its calls, in one turn; the turn it builds
+    is the one the training template renders, and a text the model ends is a plain message."""
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    shaped = for_chatml_function_calling(history)
+    llama = ScriptedGen(["message:", "Wanted: a. Best: b. ", "\nfunctions.look:", '{"q": "b"}', END])
+    message = asyncio.run(complete_with_tools(llama, shaped, TOOLS, 100, text_then_calls=True))["choices"][0]["message"]
+    assert message["content"] == "Wanted: a. Best: b."
+    assert [c["function"]["arguments"] for c in message["tool_calls"]] == ['{"q": "b"}']
+    rendered = tokenizer.apply_chat_template([*history, message], tools=TOOLS, tokenize=False)
+    assert rendered.startswith(llama.prompts[-1] + END)
+    assert llama.prompts[2] == render_prompt(shaped, TOOLS) + "message:\nWanted: a. Best: b."  # the choice after the text
+    # the model ends its text: a message, and the step after it was the after-a-call choice
+    llama = ScriptedGen(["message:", " Paris ", ""])
+    message = asyncio.run(complete_with_tools(llama, shaped, TOOLS, 100, text_then_calls=True))["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": "Paris"}
+    # without the option the text is the whole turn, with no step after it
+    llama = ScriptedGen(["message:", " Paris "])
+    assert complete(llama, shaped, TOOLS)["choices"][0]["message"]["content"] == "Paris"
+    assert len(llama.prompts) == 2
+
+
+def test_rationale_rows_render_as_the_inference_prompt(tokenizer):
+    """SFT rows with the travel rationale: text before the hold call, rendered as inference renders it."""
+    from topoeval.training.sft_data import conversation_row
+
+    sel = select_tasks("travel_to_wiki", split="train", n=4)
+    tools = [t.openai() for t in sel.topology.suite.tools]
+    seen = 0
+    for task in sel.tasks:
+        rec = asyncio.run(run_episode(policy=OraclePolicy(), suite=sel.topology.suite, task=task,
+                                      system_prompt=sel.topology.system_prompt(), demos=[], limits=sel.protocol.limits,
+                                      sampling=SamplingParams(), sample=0, shots=0, labels={}))
+        row = conversation_row(rec, sel.topology, task, "train", "oracle", tools, rationale=True)
+        messages = row["messages"]
+        texts = [m for m in messages if m["role"] == "assistant" and m["tool_calls"] and m["content"]]
+        assert len(texts) == 1 and texts[0]["tool_calls"][0]["function"]["name"] == "hold_seat"
+        assert texts[0]["content"].endswith(f": {task.data['truth']['target']}.")
+        whole = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+        assert whole + GEN == inference_text(messages, tools)
+        seen += 1
+    assert seen == 4

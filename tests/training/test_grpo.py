@@ -33,6 +33,15 @@ def test_a_turn_in_the_tools_layout_parses_to_calls_or_a_message():
     assert parse_turn("functions.search:\n{oops")["tool_calls"][0]["function"]["arguments"] == "{oops"
 
 
+def test_a_rationale_turn_keeps_its_text_before_its_calls_only_in_that_layout():
+    turn = 'message:\nWanted: X. Cheapest best fit: A, $5: F1.\nfunctions.hold_seat:\n{"flight_id": "F1"}'
+    parsed = parse_turn(turn, text_then_calls=True)
+    assert parsed["content"] == "Wanted: X. Cheapest best fit: A, $5: F1."
+    assert [c["function"]["arguments"] for c in parsed["tool_calls"]] == ['{"flight_id": "F1"}']
+    assert "tool_calls" not in parse_turn(turn)  # the plain layout: all of it is a message
+    assert parse_turn("message:\n 1987 ", text_then_calls=True) == {"role": "assistant", "content": "1987"}
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tiny Llama whose tokenizer was fitted on wiki conversations, and the oracle's conversations."""

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from topoeval.core.errors import UserError
 from topoeval.core.provenance import source_checkout
+from topoeval.models.llamacpp_tools import PROMPT_FORMAT
 
 BASE_NAME = "smollm2-135m"
 #: folders searched before the shipped adapters (``os.pathsep``-separated)
@@ -119,6 +120,17 @@ def adapter_path(model: str) -> str:
         raise UserError(f"{path} does not match its training record (sha256 {got[:12]}, recorded {expected[:12]}); "
                         f"{_remedy(model, path)}")
     return str(path)
+
+
+def prompt_format(lora_path: str | Path) -> str:
+    """The prompt layout an adapter was trained on: its training record's ``data.prompt_format`` (a record
+    from before it was kept, or no record beside the file: the plain ``topoeval-tools`` layout)."""
+    record = Path(lora_path).with_suffix(".json")
+    try:
+        fmt = json.loads(record.read_text(encoding="utf-8"))["data"].get("prompt_format")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        fmt = None
+    return fmt if isinstance(fmt, str) else PROMPT_FORMAT
 
 
 def file_sha256(path: Path) -> str:

@@ -46,11 +46,11 @@ import aiohttp
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import SamplingParams
-from topoeval.models.adapters import file_sha256
+from topoeval.models.adapters import file_sha256, prompt_format
 from topoeval.models.direct import DirectPolicy
 from topoeval.models.llama_server import LlamaServer, ServerDied, free_port, new_api_key
 from topoeval.models.llamacpp_format import for_chatml_function_calling
-from topoeval.models.llamacpp_tools import END, complete_with_tools
+from topoeval.models.llamacpp_tools import END, RATIONALE_FORMAT, complete_with_tools
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.options import ModelOptions
 from topoeval.models.prefix_states import PrefixStates
@@ -238,6 +238,8 @@ class LlamaServerPolicy(DirectPolicy):
         self._fresh: set[str] = set()
         #: restore saved prefix states instead of computing first requests from scratch (local_prefix_states)
         self.prefix_states = options.local_prefix_states
+        #: an adapter trained with a line of text before its calls writes one (llamacpp_tools' module docstring)
+        self.text_then_calls = lora_path is not None and prompt_format(lora_path) == RATIONALE_FORMAT
 
     def _slot_for(self, key: str) -> int:
         """The episode's slot: the one it had, else a free one of the group, else the least recently
@@ -318,7 +320,7 @@ class LlamaServerPolicy(DirectPolicy):
         # native mode: the chatml-function-calling shape; prompt mode (tools=[]): the messages as ChatPolicy made them
         shaped = for_chatml_function_calling(messages) if tools else messages
         try:
-            response = await complete_with_tools(gen, shaped, tools, sampling.max_tokens)
+            response = await complete_with_tools(gen, shaped, tools, sampling.max_tokens, self.text_then_calls)
         except TransientError as exc:
             await asyncio.sleep(0.2)  # a crash closes the socket a moment before the process is reaped
             died = server.death()

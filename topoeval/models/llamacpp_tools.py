@@ -9,6 +9,12 @@ between a message and a known tool; the JSON schema of the chosen tool's argumen
 one budget of ``max_tokens`` across all steps of the turn. A call cut off by the budget keeps its
 partial JSON, which the runner records as an invalid call.
 
+``text_then_calls`` (an adapter trained on :data:`topoeval.training.sft_data.RATIONALE_FORMAT`
+conversations): a message may be followed by calls in the same turn, as :func:`assistant_text`
+renders a turn with both. The text stops at the end of the turn or where the model starts a call
+(``\nfunctions.``); one more step under the after-a-call grammar then decides between the end of the
+turn and a call, exactly as after a call.
+
 Each step is one request to the llama.cpp server topoeval starts
 (:mod:`topoeval.models.llama_server_policy`): the prompt so far, a token budget and a grammar; the
 server's prompt cache keeps the prefix, so a step costs its new tokens only.
@@ -21,6 +27,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+#: The name of this prompt layout (SFT exports and training records carry it) and of the same layout
+#: with a line of text allowed before a turn's calls (``text_then_calls``).
+PROMPT_FORMAT = "topoeval-tools"
+RATIONALE_FORMAT = "topoeval-tools+rationale"
 START = "<|im_start|>"
 END = "<|im_end|>"
 MAX_CALLS_PER_TURN = 8
@@ -125,8 +135,10 @@ async def complete_with_tools(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
     max_tokens: int | None = 256,
+    text_then_calls: bool = False,
 ) -> dict[str, Any]:
-    """One assistant turn as an OpenAI chat.completion dict (message text or tool calls).
+    """One assistant turn as an OpenAI chat.completion dict (message text or tool calls, or with
+    ``text_then_calls`` both: see the module docstring).
 
     The turn's text grows exactly as :func:`assistant_text` renders the finished message, so the
     model's context while it writes a turn is the text it is shown for that turn afterwards (and the
@@ -151,15 +163,24 @@ async def complete_with_tools(
     names = [t["function"]["name"] for t in tools]
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
     choice = await step(prompt, 24, _first_choice_grammar(names), stop=())
+    content = None
+    turn = ""  # the turn's text so far: what assistant_text renders for the text and calls made
     if not choice.startswith(CALL_PREFIX):
-        text = (await step(prompt + MESSAGE_PREFIX, limit)).strip()
-        return _response({"role": "assistant", "content": text}, usage, "stop")
+        stop = (END, CALL_SEPARATOR + CALL_PREFIX) if text_then_calls else (END,)
+        text = (await step(prompt + MESSAGE_PREFIX, limit, stop=stop)).strip()
+        if not text_then_calls or usage["completion_tokens"] >= limit:
+            return _response({"role": "assistant", "content": text}, usage, "stop")
+        turn = MESSAGE_PREFIX + text
+        choice = await step(prompt + turn, 24, _next_choice_grammar(names), stop=())
+        choice = choice[len(CALL_SEPARATOR):] if choice.startswith(CALL_SEPARATOR + CALL_PREFIX) else choice
+        if not choice.startswith(CALL_PREFIX):
+            return _response({"role": "assistant", "content": text}, usage, "stop")
+        content = text
 
     calls: list[dict[str, Any]] = []
-    turn = ""  # the turn's text so far: what assistant_text renders for the calls made
     while choice.startswith(CALL_PREFIX) and len(calls) < MAX_CALLS_PER_TURN and usage["completion_tokens"] < limit:
         name = choice[len(CALL_PREFIX):].rstrip(":")
-        turn += (CALL_SEPARATOR if calls else "") + call_text(name, "")
+        turn += (CALL_SEPARATOR if turn else "") + call_text(name, "")
         args = (await step(prompt + turn, limit, json_schema=schemas.get(name) or {})).strip()
         calls.append({"id": f"call_{len(calls)}", "type": "function", "function": {"name": name, "arguments": args}})
         turn += args
@@ -167,7 +188,7 @@ async def complete_with_tools(
             break
         choice = await step(prompt + turn, 24, _next_choice_grammar(names), stop=())
         choice = choice[len(CALL_SEPARATOR):] if choice.startswith(CALL_SEPARATOR + CALL_PREFIX) else choice
-    return _response({"role": "assistant", "content": None, "tool_calls": calls}, usage, "tool_calls")
+    return _response({"role": "assistant", "content": content, "tool_calls": calls}, usage, "tool_calls")
 
 
 def _response(message: dict[str, Any], usage: dict[str, int], finish: str) -> dict[str, Any]:

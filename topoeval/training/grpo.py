@@ -34,7 +34,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
-from topoeval.models.adapters import adapter_name, grpo_adapter_name
+from topoeval.models.adapters import adapter_name, grpo_adapter_name, prompt_format
+from topoeval.models.llamacpp_tools import RATIONALE_FORMAT
 from topoeval.training.sft import (
     ADAPTERS_OUT,
     RUNS,
@@ -141,6 +142,8 @@ def train_grpo(cfg: GrpoConfig, command: str = "", callbacks: list | None = None
     task_ids = [topology.suite.generate(topology.params, "train", split.seed, i).id for i in range(min(cfg.n, split.n))]
     data = {"topology": topo_name, "split": "train", "seed": split.seed, "tasks": len(task_ids),
             "sha256": _hash(task_ids), "init_sha256": _file_sha256(init) if init else None}
+    if init is not None and prompt_format(init) == RATIONALE_FORMAT:  # rollouts in the layout the init learned
+        data["prompt_format"] = RATIONALE_FORMAT
     identity = {"data": data, **cfg.model_dump(mode="json", exclude=_NOT_IDENTITY)}
     work.mkdir(parents=True, exist_ok=True)
     claim_work_dir(work, identity, cfg.fresh, method="grpo")
@@ -221,7 +224,8 @@ def _fit(cfg: GrpoConfig, protocol: Any, p_hash: str, topology: Any, name: str, 
     rollouts = Rollouts(topology, task_seed=protocol.tasks.train.seed, n_tasks=protocol.tasks.train.n,
                         max_turns=cfg.max_turns, max_tool_calls=cfg.max_tool_calls, turn_tokens=cfg.turn_tokens,
                         max_completion_tokens=cfg.max_completion_tokens, temperature=cfg.temperature,
-                        top_p=cfg.top_p, reward=cfg.reward)
+                        top_p=cfg.top_p, reward=cfg.reward,
+                        text_then_calls=data.get("prompt_format") == RATIONALE_FORMAT)
     checkpoints = work / "checkpoints"
     trainer = make_trainer(cfg, model, peft_config, base.tokenizer, rollouts, checkpoints, callbacks)
     resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None

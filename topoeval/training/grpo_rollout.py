@@ -38,11 +38,18 @@ _CALL = re.compile(r"(?:^|\n)" + re.escape(CALL_PREFIX) + r"([A-Za-z0-9_.\-]+):[
 ROLLOUT_FIELDS = ("success", "dq", "tool_calls", "invalid_calls", "redundant_calls", "turns", "model_tokens")
 
 
-def parse_turn(text: str) -> dict[str, Any]:
+def parse_turn(text: str, text_then_calls: bool = False) -> dict[str, Any]:
     """An OpenAI assistant message from a turn the model wrote in the ``topoeval-tools`` layout
-    (``message:`` + text, or ``functions.<name>:`` + a JSON line, one or more). Nothing raises:
+    (``message:`` + text, or ``functions.<name>:`` + a JSON line, one or more; with ``text_then_calls``,
+    as inference allows a rationale adapter, a message's text may be followed by calls). Nothing raises:
     bad JSON stays the call's arguments, which the env records as an invalid call."""
     text = text.strip()
+    content = None
+    if text_then_calls and text.startswith(MESSAGE_PREFIX.strip()):
+        first = _CALL.search(text)
+        if first is not None and first.start() > 0:
+            content = text[len(MESSAGE_PREFIX.strip()):first.start()].strip() or None
+            text = text[first.start():].strip()
     if text.startswith(CALL_PREFIX):
         matches = list(_CALL.finditer(text))
         calls = []
@@ -51,7 +58,7 @@ def parse_turn(text: str) -> dict[str, Any]:
             calls.append({"id": f"call_{i}", "type": "function",
                           "function": {"name": m.group(1), "arguments": text[m.end():end].strip() or "{}"}})
         if calls:
-            return {"role": "assistant", "content": None, "tool_calls": calls}
+            return {"role": "assistant", "content": content, "tool_calls": calls}
     if text.startswith(MESSAGE_PREFIX.strip()):
         text = text[len(MESSAGE_PREFIX.strip()):].strip()
     return {"role": "assistant", "content": text}
@@ -79,12 +86,14 @@ class Rollouts:
 
     def __init__(self, topology: Any, *, task_seed: int, n_tasks: int, max_turns: int, max_tool_calls: int,
                  turn_tokens: int, max_completion_tokens: int, temperature: float, top_p: float,
-                 reward: str | dict[str, float] = "success"):
+                 reward: str | dict[str, float] = "success", text_then_calls: bool = False):
         self.topology = topology
         self.task_seed, self.n_tasks = task_seed, n_tasks
         self.max_turns, self.max_tool_calls = max_turns, max_tool_calls
         self.turn_tokens, self.max_completion_tokens = turn_tokens, max_completion_tokens
         self.temperature, self.top_p, self.reward = temperature, top_p, reward
+        #: turns may write text before their calls (an init adapter trained on rationale rows)
+        self.text_then_calls = text_then_calls
         #: the last call's per-rollout rows (for tests and the progress line)
         self.last: list[dict[str, Any]] = []
 
@@ -166,7 +175,7 @@ class Rollouts:
         e.mask += [1] * len(turn)
         closed = bool(turn) and turn[-1] == end_id
         written = tok.decode(turn[:-1] if closed else turn, skip_special_tokens=True)
-        _, reward, terminated, truncated, info = e.env.step(parse_turn(written))
+        _, reward, terminated, truncated, info = e.env.step(parse_turn(written, self.text_then_calls))
         if terminated or truncated:
             return self._finish(e, reward, info["scores"])
         if not closed:  # the turn ran out of tokens: the prompt closes it as inference does
