@@ -244,3 +244,23 @@ def test_training_output_goes_where_the_user_is(trained, tmp_path, monkeypatch):
     assert dry.record_path == Path("runs", "adapters", "smollm2-135m-wiki.json")
     assert dry.adapter_dir == Path("runs", "train", "smollm2-135m-wiki", "adapter")
     assert (tmp_path / "runs" / "train" / "smollm2-135m-wiki" / "data").is_dir()
+
+
+@pytest.mark.slow
+def test_rationale_data_is_its_own_export_and_the_record_names_its_layout(trained, tmp_path):
+    """--rationale: the oracle's hold turns carry the suite's line, the export is remade when the option
+    changes (not reused from the working folder), and the record names the layout the adapter is run in."""
+    from topoeval.models.llamacpp_tools import PROMPT_FORMAT, RATIONALE_FORMAT
+    from topoeval.training.sft import train
+    from topoeval.training.sft_data import read_sft
+
+    cfg, _ = trained
+    cfg = cfg.model_copy(update={"protocol": "travel_to_wiki", "n": 2, "dry_run": True, "work_dir": tmp_path / "w"})
+    plain = train(cfg)
+    why = train(cfg.model_copy(update={"rationale": True}))
+    assert plain.record["data"]["prompt_format"] == PROMPT_FORMAT
+    assert why.record["data"]["prompt_format"] == RATIONALE_FORMAT
+    assert why.record["data"]["sha256"] != plain.record["data"]["sha256"]
+    texts = [m["content"] for row in read_sft(tmp_path / "w" / "data") for m in row["messages"]
+             if m["role"] == "assistant" and m["tool_calls"] and m["content"]]
+    assert len(texts) == 2 and all(t.startswith("Cheapest best fit: ") for t in texts)

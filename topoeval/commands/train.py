@@ -33,6 +33,9 @@ def train(
                                                               "grpo: default 40).")] = None,
     data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders "
                                                          "(repeatable).")] = None,
+    rationale: Annotated[bool, typer.Option(help="sft: the oracle's turns carry the suite's line of reasoning before "
+                                                 "their calls (travel: the chosen flight, field by field); the "
+                                                 "adapter then writes one too.")] = False,
     learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo "
                                                                       "5e-5).")] = None,
     init: Annotated[str, typer.Option(help="grpo: start from 'sft' (the shipped SFT adapter), 'base', or a GGUF LoRA "
@@ -91,6 +94,8 @@ def train(
                                       base="smollm2-135m" if base == "embedded" and method == "sft" else None,
                                       **limits)]
     if method == "grpo":
+        if rationale:
+            raise UserError("--rationale shapes SFT data; GRPO takes the layout of the adapter it starts from (--init)")
         return _grpo(protocol, command, n=n, max_steps=max_steps, learning_rate=learning_rate, init=init,
                      num_generations=num_generations, prompts_per_step=prompts_per_step, beta=beta,
                      temperature=temperature, reward=_reward(reward), max_turns=max_turns, turn_tokens=turn_tokens,
@@ -103,7 +108,8 @@ def train(
     from topoeval.training.sft import train as run_training
 
     cfg = TrainConfig(protocol=protocol, n=n or 300, epochs=epochs, max_steps=max_steps,
-                      data=[str(d) for d in data or ()], learning_rate=learning_rate or 2e-4, seed=seed, name=name,
+                      data=[str(d) for d in data or ()], rationale=rationale, learning_rate=learning_rate or 2e-4,
+                      seed=seed, name=name,
                       base=base, save_steps=save_steps or 25, keep_checkpoints=keep_checkpoints, threads=threads,
                       out_dir=out_dir, work_dir=work_dir, fresh=fresh, dry_run=dry_run, bf16=bf16)
     result = run_training(cfg, command, callbacks)

@@ -57,6 +57,9 @@ class TrainConfig(BaseModel):
     n: int = Field(default=300, ge=1, description="Train-split tasks the oracle solves for the training conversations.")
     data: list[str] = Field(default_factory=list, description="More SFT export folders to train on (topoeval export "
                                                               "--format sft).")
+    rationale: bool = Field(default=False, description="The oracle's turns carry the suite's line of reasoning "
+                                                       "before their calls (sft_data's RATIONALE_FORMAT); the "
+                                                       "adapter is then run with text before calls allowed.")
     epochs: float = Field(default=2.0, gt=0, description="Passes over the conversations.")
     max_steps: int | None = Field(default=None, ge=1, description="Stop after this many optimizer steps (overrides "
                                                                   "epochs).")
@@ -131,13 +134,15 @@ def training_data(cfg: TrainConfig, protocol: Any, work: Path) -> tuple[list[dic
     """The conversations to train on (the oracle's export, cached in the working folder, plus ``cfg.data``)."""
     from topoeval.protocol.loader import protocol_hash
     from topoeval.runner.contamination import MANIFEST
-    from topoeval.training.sft_data import data_sha256, export_sft, read_sft
+    from topoeval.training.sft_data import PROMPT_FORMAT, RATIONALE_FORMAT, data_sha256, export_sft, read_sft
 
     folder = work / "data"
     manifest_path = folder / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    if manifest.get("protocol_sha256") != protocol_hash(protocol) or manifest.get("n") != cfg.n:
-        manifest = export_sft(protocol, folder, split="train", n=cfg.n)
+    prompt_format = RATIONALE_FORMAT if cfg.rationale else PROMPT_FORMAT
+    if (manifest.get("protocol_sha256") != protocol_hash(protocol) or manifest.get("n") != cfg.n
+            or manifest.get("prompt_format") != prompt_format):
+        manifest = export_sft(protocol, folder, split="train", n=cfg.n, rationale=cfg.rationale)
     rows = read_sft(folder)
     extra = {}
     for d in cfg.data:
@@ -146,7 +151,8 @@ def training_data(cfg: TrainConfig, protocol: Any, work: Path) -> tuple[list[dic
         rows += more
     data = {"sha256": data_sha256(rows), "conversations": len(rows), "oracle_export": str(folder),
             "oracle_conversations": manifest["conversations"], "oracle_sources": manifest["sources"],
-            "extra_exports": extra, "topology": manifest["topology"], "split": manifest["split"]}
+            "extra_exports": extra, "topology": manifest["topology"], "split": manifest["split"],
+            "prompt_format": prompt_format}
     return rows, data
 
 

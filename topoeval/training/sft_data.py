@@ -21,6 +21,12 @@ full of nulls.
 
 An episode whose offered tools change mid-conversation (a later instruction adds tools) is left
 out: one training conversation renders one tool list. The count is reported.
+
+``rationale=True`` puts the suite's line of reasoning (:meth:`topoeval.core.suite.Suite.rationale`)
+in the text of each assistant turn it has one for, before the turn's calls (the travel suite's:
+the chosen flight field by field, before ``hold_seat``). The manifest's
+``prompt_format`` is then :data:`RATIONALE_FORMAT`, which the training record carries, so the
+adapter is run with text before calls allowed.
 """
 
 from __future__ import annotations
@@ -36,13 +42,15 @@ from topoeval.core.errors import UserError
 from topoeval.core.policy import SamplingParams
 from topoeval.core.suite import Split, Task, canonical_json
 from topoeval.core.version import __version__
+
+# the rows' prompt layout (the embedded backend's native tool mode), or with rationale=True the same layout
+# with a line of text before a turn's calls, which an adapter trained on it is run with
+from topoeval.models.llamacpp_tools import PROMPT_FORMAT, RATIONALE_FORMAT
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.topology import ResolvedTopology, topology_from
 from topoeval.runner.contamination import MANIFEST
 
 SFT_FILE = "sft.parquet"
-#: The prompt layout the rows are meant for (the in-process llama.cpp backend's native tool mode).
-PROMPT_FORMAT = "topoeval-tools"
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
@@ -84,14 +92,29 @@ def _message(m: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def with_rationale(messages: list[dict[str, Any]], topo: ResolvedTopology, task: Task) -> list[dict[str, Any]]:
+    """``messages`` with each textless assistant turn of calls given the suite's rationale, where it has one."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls") and not m.get("content"):
+            line = topo.suite.rationale(task, out, m["tool_calls"])
+            if line:
+                m = {**m, "content": line}
+        out.append(m)
+    return out
+
+
 def _arguments(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps({} if args is None else args, ensure_ascii=False)
 
 
 def conversation_row(record: dict[str, Any], topo: ResolvedTopology, task: Task, split: str, source: str,
-                     tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The SFT row of one episode record (its messages start at the task's prompt, demos excluded)."""
+                     tools: list[dict[str, Any]], rationale: bool = False) -> dict[str, Any]:
+    """The SFT row of one episode record (its messages start at the task's prompt, demos excluded);
+    ``rationale``: with the suite's line of reasoning before the calls it has one for."""
     messages = [{"role": "system", "content": topo.system_prompt()}, *record["messages"]]
+    if rationale:
+        messages = with_rationale(messages, topo, task)
     return {
         "id": f"{task.id}#{source}",
         "task_id": task.id,
@@ -109,7 +132,7 @@ def _succeeded(record: dict[str, Any]) -> bool:
 
 
 async def policy_conversations(protocol: Protocol, topo: ResolvedTopology, tasks: list[Task], split: str,
-                               policy: Any = "oracle", model_options: Any = None) -> SftData:
+                               policy: Any = "oracle", model_options: Any = None, rationale: bool = False) -> SftData:
     """Run ``policy`` (a model string or a Policy) once on each task; keep the successful episodes."""
     from topoeval.policies.registry import make_policy
     from topoeval.runner.episode import run_episode
@@ -144,7 +167,8 @@ async def policy_conversations(protocol: Protocol, topo: ResolvedTopology, tasks
             counts["failed"] += 1
         else:
             counts["kept"] += 1
-            out.rows.append(conversation_row(record, topo, task, split, source, offered_tools(topo, task) or []))
+            out.rows.append(conversation_row(record, topo, task, split, source, offered_tools(topo, task) or [],
+                                             rationale))
             out.tasks.append(task)
     return out
 
@@ -175,7 +199,7 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = ()) -> Sf
         if name not in topologies:
             topologies[name] = topology_from(name, protocol, suites_dirs)
         topo = topologies[name]
-        task, split = _regenerate(topo, protocol, record["task_id"])
+        task, split = regenerate_task(topo, protocol, record["task_id"])
         tools = offered_tools(topo, task)
         if tools is None:
             counts["tools_change"] += 1
@@ -191,7 +215,7 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = ()) -> Sf
     return out
 
 
-def _regenerate(topo: ResolvedTopology, protocol: Protocol, task_id: str) -> tuple[Task, str]:
+def regenerate_task(topo: ResolvedTopology, protocol: Protocol, task_id: str) -> tuple[Task, str]:
     """The task of ``task_id`` (``suite/split/index-seed``) under the run's protocol."""
     try:
         _, split, rest = task_id.rsplit("/", 2)
@@ -217,11 +241,12 @@ def data_sha256(rows: list[dict[str, Any]]) -> str:
 def export_sft(protocol: Any, out: str | Path, *, split: str = "train", n: int | None = None,
                topology: str | None = None, seed: int = 0, policy: str | None = "oracle",
                from_runs: list | tuple = (), suites_dirs: list | tuple = (),
-               model_options: Any = None) -> dict[str, Any]:
+               model_options: Any = None, rationale: bool = False) -> dict[str, Any]:
     """Write ``sft.parquet`` and the manifest to ``out``; returns the manifest.
 
     ``policy`` (default the oracle; None for none) is run on ``n`` tasks of the split; each
-    ``from_runs`` folder adds its successful episodes.
+    ``from_runs`` folder adds its successful episodes. ``rationale``: the policy's conversations
+    carry the suite's rationale (see the module docstring).
     """
     from topoeval.core.parquet import write_rows
     from topoeval.training.export import select_tasks
@@ -229,7 +254,8 @@ def export_sft(protocol: Any, out: str | Path, *, split: str = "train", n: int |
     sel = select_tasks(protocol, split=split, n=n, topology=topology, seed=seed, suites_dirs=suites_dirs)
     data = SftData()
     if policy is not None:
-        data.add(asyncio.run(policy_conversations(sel.protocol, sel.topology, sel.tasks, split, policy, model_options)))
+        data.add(asyncio.run(policy_conversations(sel.protocol, sel.topology, sel.tasks, split, policy, model_options,
+                                                  rationale)))
     for run_dir in from_runs:
         data.add(run_conversations(run_dir, suites_dirs))
     if not data.rows:
@@ -240,7 +266,8 @@ def export_sft(protocol: Any, out: str | Path, *, split: str = "train", n: int |
     for row in data.rows:
         by_split[row["split"]] = by_split.get(row["split"], 0) + 1
     manifest = {
-        "format": "sft", "prompt_format": PROMPT_FORMAT, "protocol": sel.protocol.name,
+        "format": "sft", "prompt_format": RATIONALE_FORMAT if rationale else PROMPT_FORMAT,
+        "protocol": sel.protocol.name,
         "protocol_sha256": sel.protocol_sha256, "topology": sel.topology.name, "split": split, "n": sel.n,
         "seed": sel.seed, "task_set_sha256": sel.task_set_sha256, "conversations": len(data.rows),
         "conversations_by_split": by_split, "data_sha256": data_sha256(data.rows), "sources": data.sources,
