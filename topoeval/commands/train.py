@@ -33,7 +33,8 @@ def train(
                                                               "grpo: default 40).")] = None,
     data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders "
                                                          "(repeatable).")] = None,
-    rationale: Annotated[bool, typer.Option("--rationale", help="sft: the oracle's turns carry the suite's line of reasoning before "
+    rationale: Annotated[bool, typer.Option("--rationale", help="sft: the oracle's turns carry the suite's line of "
+                                                                "reasoning before "
                                                  "their calls (travel: the chosen flight, field by field); the "
                                                  "adapter then writes one too.")] = False,
     learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo "
