@@ -122,7 +122,10 @@ def test_an_adapter_file_makes_the_model(adapters_dir):
     rationale = write_adapter(adapters_dir, "smollm2-135m-why", b"rationale")
     record = json.loads(rationale.with_suffix(".json").read_text())
     rationale.with_suffix(".json").write_text(json.dumps({**record, "data": {"prompt_format": RATIONALE_FORMAT}}))
-    assert make_policy("smollm2-135m-why").text_then_calls  # trained with text before calls: run with it
+    why = make_policy("smollm2-135m-why")
+    assert why.text_then_calls  # trained with text before calls: run with it
+    # the layout is part of what decoding ran on (run.json, the cache salt); the plain layout adds nothing
+    assert why.inference["prompt_format"] == RATIONALE_FORMAT and "prompt_format" not in policy.inference
 
 
 def test_an_adapters_prompt_format_is_its_records(tmp_path):

@@ -34,9 +34,9 @@ def train(
     data: Annotated[list[Path] | None, typer.Option(help="sft: more `topoeval export --format sft` folders "
                                                          "(repeatable).")] = None,
     rationale: Annotated[bool, typer.Option("--rationale", help="sft: the oracle's turns carry the suite's line of "
-                                                                "reasoning before "
-                                                 "their calls (travel: the chosen flight, field by field); the "
-                                                 "adapter then writes one too.")] = False,
+                                                                "reasoning before their calls (travel: the chosen "
+                                                                "flight, field by field); the adapter then writes "
+                                                                "one too.")] = False,
     learning_rate: Annotated[float | None, typer.Option(min=0.0, help="Learning rate (sft 2e-4 peak, grpo "
                                                                       "5e-5).")] = None,
     init: Annotated[str, typer.Option(help="grpo: start from 'sft' (the shipped SFT adapter), 'base', or a GGUF LoRA "

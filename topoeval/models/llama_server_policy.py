@@ -267,11 +267,14 @@ class LlamaServerPolicy(DirectPolicy):
 
     @property
     def inference(self) -> dict[str, Any]:  # type: ignore[override]  # read-only: from the server
-        """What decoding ran on (run.json's fingerprint): the server build, its batching, this CPU."""
+        """What decoding ran on (run.json's fingerprint, a share of the cache salt): the server build, its
+        batching, this CPU, and the turn layout where it is not the plain one (an adapter whose record names
+        the rationale layout decodes other text for the same messages)."""
         from topoeval.models.fingerprint import inference_fingerprint
 
-        return inference_fingerprint(self.binary, slots=self.shared.slots, n_ctx=self.shared.n_ctx,
-                                     n_threads=self.shared.n_threads, prefix_states=self.prefix_states)
+        fingerprint = inference_fingerprint(self.binary, slots=self.shared.slots, n_ctx=self.shared.n_ctx,
+                                            n_threads=self.shared.n_threads, prefix_states=self.prefix_states)
+        return {**fingerprint, "prompt_format": RATIONALE_FORMAT} if self.text_then_calls else fingerprint
 
     def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
         args = super().sampling_args(sampling)

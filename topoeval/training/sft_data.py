@@ -42,9 +42,6 @@ from topoeval.core.errors import UserError
 from topoeval.core.policy import SamplingParams
 from topoeval.core.suite import Split, Task, canonical_json
 from topoeval.core.version import __version__
-
-# the rows' prompt layout (the embedded backend's native tool mode), or with rationale=True the same layout
-# with a line of text before a turn's calls, which an adapter trained on it is run with
 from topoeval.models.llamacpp_tools import PROMPT_FORMAT, RATIONALE_FORMAT
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.topology import ResolvedTopology, topology_from
