@@ -40,7 +40,7 @@ from topoeval.runner.run import (
     loop_factory,
 )
 from topoeval.runner.shards import MissingEpisodes, append_missing, combine, write_episodes, write_plan
-from topoeval.runner.store import EPISODES, RUN_JSON, finished_keys, write_json
+from topoeval.runner.store import EPISODES, RUN_JSON, EpisodeStore, finished_keys, write_json
 
 __all__ = ["RunResult", "SweepPoint", "run_sweep",
            "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs",
@@ -237,11 +237,15 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) ->
 
 
 def _merge(dirs: list[Path], out_dir: Path) -> RunResult:
+    in_place = any(out_dir.resolve() == d.resolve() for d in dirs)
+    if in_place and (out_dir / EPISODES).exists():
+        # repaired (a torn tail cut) before it is indexed: the merged records are read back from it
+        EpisodeStore(out_dir, EPISODES).close()
     combined = combine(dirs)
     if combined.missing:
         raise MissingEpisodes(combined.missing, len(combined.plan.keys), combined.missing_by_shard())
     meta = dict(combined.meta)
-    if any(out_dir.resolve() == d.resolve() for d in dirs):
+    if in_place:
         append_missing(out_dir / EPISODES, combined.records)  # the folder keeps its history lines
     else:
         meta["merged_from"] = [str(d) for d in dirs]
@@ -251,7 +255,7 @@ def _merge(dirs: list[Path], out_dir: Path) -> RunResult:
     run = EpisodeRun(run_dir=out_dir, protocol=Protocol.model_validate(meta["protocol"]), records=combined.records,
                      order=[(a, b, c) for a, b, c in combined.plan.order], protocol_sha256=meta["protocol_sha256"],
                      task_set_sha256=meta["task_set_sha256"], meta=meta, reused_episodes=len(combined.records),
-                     planned=combined.plan.keys)
+                     planned=combined.plan.keys, error_count=combined.records.errors())
     return summarise_run(run)
 
 

@@ -37,8 +37,9 @@ from topoeval.runner.contamination import overlap_with_fingerprints
 from topoeval.runner.episode import episode_id, episode_key, fallback_record, run_episode
 from topoeval.runner.lock import RunLock, lock_run
 from topoeval.runner.matrix import matrix_record, train_topologies
+from topoeval.runner.merged import MergedRecords
 from topoeval.runner.plan_index import PlanIndex
-from topoeval.runner.shards import Shard, folder_records, in_plan_order, write_plan_keys
+from topoeval.runner.shards import Shard, write_plan_keys
 from topoeval.runner.store import (
     EPISODES,
     RUN_JSON,
@@ -65,7 +66,7 @@ class EpisodeRun:
     protocol: Protocol
     #: every record of the run folder (reused and new) in plan order: a list, or a view that reads them back
     #: from episodes.jsonl on each pass (:class:`PlannedRecords`)
-    records: list[dict[str, Any]] | PlannedRecords
+    records: list[dict[str, Any]] | PlannedRecords | MergedRecords
     #: (model, baseline, topology) cells in the order the protocol lists them
     order: list[tuple[str, str, str]]
     protocol_sha256: str
@@ -277,12 +278,9 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
     if episode_files(run_dir) == [store.path]:
         records: Any = PlannedRecords(store, None if shard is None else shard.owns)
         errors = store.errors()
-    else:
-        folder = folder_records(run_dir)
-        if shard is not None:
-            folder = {key: r for key, r in folder.items() if shard.owns(key)}
-        records = in_plan_order(folder, plan.keys())
-        errors = None
+    else:  # shards run into one folder: every file's, merged as `topoeval merge` does, read back the same way
+        merged = MergedRecords(episode_files(run_dir), plan, None if shard is None else shard.owns)
+        records, errors = merged, merged.errors()
     return EpisodeRun(run_dir=run_dir, protocol=protocol, records=records, order=order,
                       protocol_sha256=p_hash, task_set_sha256=t_hash, meta=meta, new_episodes=new,
                       reused_episodes=reused, timing=timing, shard=shard, planned=plan, error_count=errors,

@@ -27,20 +27,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from topoeval.core.errors import UserError
 from topoeval.core.files import atomic_file
+from topoeval.runner.merged import KeyPositions, MergedRecords, outcome
 from topoeval.runner.store import (
     RUN_JSON,
     SHARD_EPISODES,
     EpisodeStore,
     episode_files,
-    is_finished,
     read_json,
-    read_records,
     record_line,
 )
 
 PLAN = "plan.json"
-#: Fields of an episode record that measure time, not outcome: ignored when duplicates are compared.
-TIMING_FIELDS = ("wall_s", "policy_s")
 
 
 class MissingEpisodes(UserError):
@@ -145,10 +142,6 @@ def in_plan_order(records: dict[str, dict[str, Any]], keys: Iterable[str]) -> li
     return [records[k] for k in keys if k in records] + [records[k] for k in sorted(records) if k not in planned]
 
 
-def _outcome(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
-
-
 @dataclass
 class Combined:
     """What :func:`combine` found in a set of run folders."""
@@ -156,8 +149,8 @@ class Combined:
     run_dirs: list[Path]
     meta: dict[str, Any]
     plan: Plan
-    #: one record per key: planned keys in plan order, then any others
-    records: list[dict[str, Any]]
+    #: one record per key: planned keys in plan order, then any others (read back from the files)
+    records: MergedRecords
     #: planned keys no folder has a record for, in plan order
     missing: list[str]
     #: shard counts seen in the folders' file names (to say which shard a missing key belongs to)
@@ -201,33 +194,18 @@ def combine(run_dirs: list[Path]) -> Combined:
             raise UserError(f"{d} and {run_dirs[0]} plan different episodes (models {p.models} x {p.samples} samples "
                             f"vs {plan.models} x {plan.samples}); not merged")
     files = [path for d in run_dirs for path in episode_files(d)]
-    records, duplicates = merge_files(files)
+    records = MergedRecords(files, KeyPositions(plan.keys))
     counts = sorted({int(m.group(2)) for m in (SHARD_EPISODES.match(p.name) for p in files) if m})
-    missing = [k for k in plan.keys if k not in records]
-    return Combined(run_dirs=run_dirs, meta=first, plan=plan, records=in_plan_order(records, plan.keys),
-                    missing=missing, shard_counts=counts, duplicates=duplicates)
+    return Combined(run_dirs=run_dirs, meta=first, plan=plan, records=records, missing=records.missing(),
+                    shard_counts=counts, duplicates=records.duplicates)
 
 
 def merge_files(files: list[Path]) -> tuple[dict[str, dict[str, Any]], int]:
-    """One record per key over several episode files, and how many duplicates were folded: a
-    finished record replaces an errored one; two finished records of one key must be equal
-    (up to their timing), else a one-line UserError names the key and both files."""
-    records: dict[str, dict[str, Any]] = {}
-    source: dict[str, Path] = {}
-    duplicates = 0
-    for path in files:
-        for key, rec in read_records(path).items():
-            if key not in records:
-                records[key], source[key] = rec, path
-                continue
-            duplicates += 1
-            old = records[key]
-            if not is_finished(old):  # a finished episode replaces an errored attempt
-                records[key], source[key] = rec, path
-            elif is_finished(rec) and _outcome(rec) != _outcome(old):
-                raise UserError(f"episode {key} has two different results ({source[key]} and {path}); "
-                                "remove one of them, then merge again")
-    return records, duplicates
+    """One record per key over several episode files (:class:`~topoeval.runner.merged.MergedRecords`'
+    rule), all in memory, and how many duplicates were folded: for small folders; a run's merge
+    streams them instead."""
+    merged = MergedRecords(files)
+    return {rec["key"]: rec for rec in merged}, merged.duplicates
 
 
 def folder_records(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -235,23 +213,25 @@ def folder_records(run_dir: Path) -> dict[str, dict[str, Any]]:
     return merge_files(episode_files(Path(run_dir)))[0]
 
 
-def write_episodes(path: Path, records: list[dict[str, Any]]) -> None:
+def write_episodes(path: Path, records: Iterable[dict[str, Any]]) -> None:
     """Write ``records`` as one JSONL file, atomically (a unique scratch file, fsync, replace)."""
     with atomic_file(path) as fh:
         for rec in records:
             fh.write(record_line(rec))
 
 
-def append_missing(path: Path, records: list[dict[str, Any]]) -> int:
+def append_missing(path: Path, records: Iterable[dict[str, Any]]) -> int:
     """Append to the episode file ``path`` each record whose key's latest line there is not it
     (earlier lines stay as history); returns how many were appended. The caller holds the folder
     (:func:`topoeval.runner.lock.lock_run`): a damaged tail is repaired first."""
     store = EpisodeStore(path.parent, path.name)
+    new = 0
     try:
         have = store.records
-        new = [r for r in records if r["key"] not in have or _outcome(have[r["key"]]) != _outcome(r)]
-        for rec in new:
-            store.append(rec)
+        for rec in records:
+            if rec["key"] not in have or outcome(have[rec["key"]]) != outcome(rec):
+                store.append(rec)
+                new += 1
     finally:
         store.close()
-    return len(new)
+    return new

@@ -80,7 +80,7 @@ def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return rec, None
 
 
-def _walk(path: Path, out: Scan) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def walk(path: Path, out: Scan) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(line number, byte offset, record) of every readable line of ``path``, in file order; what was
     skipped, and where the readable part ends, go into ``out`` as the walk goes."""
     offset = 0
@@ -100,7 +100,7 @@ def scan(path: Path, warn: bool = True) -> Scan:
     """Read an episode file line by line, whatever bytes it holds: a line that is not UTF-8, not JSON, not
     a record with a key, or cut short is skipped (one :class:`StoreWarning` line names them). Never writes."""
     out = Scan()
-    out.records = [(lineno, rec) for lineno, _, rec in _walk(path, out)]
+    out.records = [(lineno, rec) for lineno, _, rec in walk(path, out)]
     if out.damaged and warn:
         warnings.warn(out.report(path), StoreWarning, stacklevel=3)
     return out
@@ -110,7 +110,7 @@ def scan(path: Path, warn: bool = True) -> Scan:
 _NONE = -1
 
 
-def _record_at(fh: BinaryIO, code: int, path: Path) -> dict[str, Any]:
+def record_at(fh: BinaryIO, code: int, path: Path) -> dict[str, Any]:
     """The record whose line starts where ``code`` (an index slot of :class:`EpisodeStore`) says."""
     fh.seek(code if code >= 0 else -code - 2)
     rec, why = _parse(fh.readline())
@@ -145,7 +145,7 @@ class EpisodeStore:
 
     def _load(self, warn: bool = True) -> None:
         found = Scan()
-        for _, offset, rec in _walk(self.path, found):
+        for _, offset, rec in walk(self.path, found):
             self._set(rec["key"], offset, is_finished(rec))  # the latest line of a key wins
         if found.damaged and warn:
             warnings.warn(found.report(self.path), StoreWarning, stacklevel=3)
@@ -219,7 +219,7 @@ class EpisodeStore:
             return None
         if self._reader is None:
             self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open for the store's reads; close() closes it)
-        return _record_at(self._reader, code, self.path)
+        return record_at(self._reader, code, self.path)
 
     def entries(self) -> Iterator[tuple[str, int]]:
         """(key, where its latest record is) of every key with a record: planned ones in plan order, then
@@ -285,7 +285,7 @@ class PlannedRecords:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with open(self._store.path, "rb") as fh:
             for code in self._codes():
-                yield _record_at(fh, code, self._store.path)
+                yield record_at(fh, code, self._store.path)
 
     def __len__(self) -> int:
         if self._len is None:

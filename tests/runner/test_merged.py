@@ -1,0 +1,78 @@
+"""MergedRecords: one record per key over several episode files, read back from the files."""
+
+import json
+import random
+
+import pytest
+
+from topoeval.core.errors import UserError
+from topoeval.runner.merged import KeyPositions, MergedRecords
+from topoeval.runner.store import StoreWarning
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _reference(files, planned):
+    """The rule as it was when every record was read into one dict (the latest line of a key in a file,
+    then the first file's record, a finished one replacing an errored one); plan order, then key order."""
+    chosen = {}
+    for path in files:
+        latest = {}
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            latest[rec["key"]] = rec
+        for key, rec in latest.items():
+            if key not in chosen or chosen[key]["status"] == "error":
+                chosen[key] = rec
+    return [chosen[k] for k in planned if k in chosen] + [chosen[k] for k in sorted(chosen) if k not in planned]
+
+
+def test_the_records_follow_the_merge_rule_in_plan_order(tmp_path):
+    rng = random.Random(7)
+    planned = [f"m|0-shot|wiki|t{i}|0" for i in range(60)]
+    files = []
+    for f in range(3):
+        lines = []
+        for key in rng.sample(planned + [f"x|0-shot|wiki|u{i}|0" for i in range(5)], 40):
+            for attempt in range(rng.choice([1, 1, 2])):  # some keys twice in one file: the latest line wins
+                status = "error" if rng.random() < 0.3 else "done"
+                lines.append({"key": key, "status": status, "scores": {"success": 1.0} if status == "done" else {},
+                              "wall_s": rng.random(), "attempt": 0 if status == "done" else attempt})
+        files.append(_write(tmp_path / f"episodes.shard-{f + 1}-of-3.jsonl", lines))
+    merged = MergedRecords(files, KeyPositions(planned))
+    want = _reference(files, planned)
+    assert list(merged) == want
+    assert len(merged) == len(want) and list(merged.keys()) == [r["key"] for r in want]
+    assert merged.missing() == [k for k in planned if k not in {r["key"] for r in want}]
+    assert merged.errors() == sum(r["status"] == "error" for r in want)
+    assert list(merged) == want  # a second pass reads the same
+
+
+def test_records_are_read_back_from_the_file_not_held(tmp_path):
+    path = _write(tmp_path / "episodes.jsonl", [{"key": f"k{i}", "status": "done", "scores": {"success": 1.0}}
+                                                for i in range(3)])
+    merged = MergedRecords([path])
+    path.write_bytes(path.read_bytes().replace(b'"success": 1.0', b'"success": 0.5'))  # same length, same offsets
+    assert [r["scores"]["success"] for r in merged] == [0.5, 0.5, 0.5]
+
+
+def test_two_different_finished_results_name_the_key_and_both_files(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [{"key": "k", "status": "done", "scores": {"success": 1.0}, "wall_s": 1}])
+    b = _write(tmp_path / "b.jsonl", [{"key": "k", "status": "done", "scores": {"success": 1.0}, "wall_s": 9}])
+    c = _write(tmp_path / "c.jsonl", [{"key": "k", "status": "done", "scores": {"success": 0.0}}])
+    merged = MergedRecords([a, b])  # timing differs only: one episode
+    assert merged.duplicates == 1 and merged.source("k") == (a, True)
+    with pytest.raises(UserError, match=f"episode k has two different results \\({a} and {c}\\)"):
+        MergedRecords([a, b, c], KeyPositions(["k"]))
+
+
+def test_damaged_lines_are_skipped_with_a_warning_and_owns_filters(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    path.write_bytes(b'{"key": "a", "status": "done"}\n{"key": "b", "sta\n{"key": "c", "status": "error"}\n')
+    with pytest.warns(StoreWarning, match="line 2"):
+        merged = MergedRecords([path], KeyPositions(["a", "b", "c"]), owns=lambda key: key != "a")
+    assert [r["key"] for r in merged] == ["c"] and merged.missing() == ["b"] and merged.errors() == 1
+    assert "c" in merged and "a" not in merged and "b" not in merged
