@@ -11,6 +11,8 @@ Prints, in one table:
   episodes/s is over the episode phase (``RunResult.timing["episodes_s"]``);
 - **summary + reports**: the seconds from the end of the episodes to the end of the run (summary.json,
   report.md, plots, report.html) at each size;
+- **merge**: ``topoeval merge RUN --out NEW`` of each size's folder in a fresh process (every record
+  read, the merged episodes.jsonl, summary and reports written): its seconds and peak RSS;
 - **resume start-up**: the larger run done, the same command with one model more (``-m noop``) in a
   fresh process: the seconds from its start to its first new episode on disk (then it is stopped);
 - **the remote path**: ``bench/throughput.py``'s server (50 ms a request, two requests an episode):
@@ -70,6 +72,16 @@ def sized_run(tasks: int, out: Path) -> dict[str, float]:
         raise RuntimeError(f"the run of {tasks} tasks failed (exit {proc.returncode})")
     row = json.loads(stdout.strip().splitlines()[-1])
     return {**row, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def merge_run(run: Path, out: Path) -> dict[str, float]:
+    """``topoeval merge RUN --out OUT`` in a fresh process: its seconds and peak RSS (MB)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([*CLI, "merge", str(run), "--out", str(out)], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"the merge of {run} failed (exit {os.waitstatus_to_exitcode(status)})")
+    return {"merge_s": time.perf_counter() - started, "merge_rss_mb": usage.ru_maxrss / 1024}
 
 
 def resume_startup(tasks: int, out: Path) -> float:
@@ -137,7 +149,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for tasks in sizes:
             out = Path(folder) / f"run-{tasks}"
-            rows.append({"tasks": tasks, **sized_run(tasks, out)})
+            rows.append({"tasks": tasks, **sized_run(tasks, out), **merge_run(out, Path(folder) / f"merged-{tasks}")})
         resume_s = resume_startup(sizes[-1], Path(folder) / f"run-{sizes[-1]}")
     remote = {}
     if not args.skip_remote:
@@ -150,14 +162,16 @@ def main() -> None:
             proc.wait()
 
     print(f"bench/scale.py{' --small' if args.small else ''}: {os.cpu_count()} cores, python {sys.version.split()[0]}")
-    print(f"{'episodes':>9s} {'episodes/s':>11s} {'peak RSS MB':>12s} {'setup s':>8s} {'summary+reports s':>18s}")
+    print(f"{'episodes':>9s} {'episodes/s':>11s} {'peak RSS MB':>12s} {'setup s':>8s} {'summary+reports s':>18s} "
+          f"{'merge s':>8s} {'merge RSS MB':>13s}")
     for r in rows:
         print(f"{r['episodes']:9d} {r['episodes'] / r['episodes_s']:11.0f} {r['rss_mb']:12.0f} {r['setup_s']:8.1f} "
-              f"{r['after_s']:18.1f}")
+              f"{r['after_s']:18.1f} {r['merge_s']:8.1f} {r['merge_rss_mb']:13.0f}")
     a, b = rows
     speed = (b["episodes"] / b["episodes_s"]) / (a["episodes"] / a["episodes_s"])
     print(f"ratios {b['episodes']}/{a['episodes']}: episodes/s x {speed:.2f} (goal >= 0.8), "
-          f"peak RSS x {b['rss_mb'] / a['rss_mb']:.2f} (goal <= 1.3)")
+          f"peak RSS x {b['rss_mb'] / a['rss_mb']:.2f} (goal <= 1.3), merge peak RSS x "
+          f"{b['merge_rss_mb'] / a['merge_rss_mb']:.2f}")
     print(f"resume start-up after {b['episodes']} finished episodes, one model more: {resume_s:.1f} s to the first "
           "new episode (goal < 10 s)")
     for c, r in remote.items():
