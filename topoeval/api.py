@@ -238,10 +238,12 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) ->
 
 def _merge(dirs: list[Path], out_dir: Path) -> RunResult:
     in_place = any(out_dir.resolve() == d.resolve() for d in dirs)
-    if in_place and (out_dir / EPISODES).exists():
-        # repaired (a torn tail cut) before it is indexed: the merged records are read back from it
-        EpisodeStore(out_dir, EPISODES).close()
-    combined = combine(dirs)
+
+    def repair() -> None:  # the folder's file repaired (a torn tail cut) before it is indexed: records are read back
+        if in_place and (out_dir / EPISODES).exists():
+            EpisodeStore(out_dir, EPISODES).close()
+
+    combined = combine(dirs, prepare=repair)
     if combined.missing:
         raise MissingEpisodes(combined.missing, len(combined.plan.keys), combined.missing_by_shard())
     meta = dict(combined.meta)

@@ -76,3 +76,30 @@ def test_damaged_lines_are_skipped_with_a_warning_and_owns_filters(tmp_path):
         merged = MergedRecords([path], KeyPositions(["a", "b", "c"]), owns=lambda key: key != "a")
     assert [r["key"] for r in merged] == ["c"] and merged.missing() == ["b"] and merged.errors() == 1
     assert "c" in merged and "a" not in merged and "b" not in merged
+
+
+def test_at_most_open_files_are_open_while_reading_many_files(tmp_path, monkeypatch):
+    import os
+
+    from topoeval.runner import merged as merged_module
+
+    monkeypatch.setattr(merged_module, "OPEN_FILES", 3)
+    planned = [f"k{i:02d}" for i in range(40)]
+    files = [_write(tmp_path / f"episodes.shard-{f + 1}-of-10.jsonl",
+                    [{"key": k, "status": "done"} for k in planned[f::10]]) for f in range(10)]
+    merged = MergedRecords(files, KeyPositions(planned))  # plan order visits the ten files in turn
+    before = len(os.listdir("/proc/self/fd"))
+    seen = []
+    for rec in merged:
+        seen.append(rec["key"])
+        assert len(os.listdir("/proc/self/fd")) <= before + 3
+    assert seen == planned and len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_file_rewritten_after_it_was_indexed_is_an_error_not_a_wrong_record(tmp_path):
+    a, b = {"key": "k1", "status": "done"}, {"key": "k2", "status": "done"}
+    path = _write(tmp_path / "episodes.jsonl", [a, b])
+    merged = MergedRecords([path], KeyPositions(["k1", "k2"]))
+    _write(path, [b, a])  # same lengths, other order: each offset now starts the other key's line
+    with pytest.raises(UserError, match="changed while it was read"):
+        list(merged)

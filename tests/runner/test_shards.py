@@ -156,3 +156,20 @@ def test_folders_of_different_runs_are_refused(runs, tmp_path, cli):
 def test_shard_and_workers_do_not_mix(tmp_path):
     with pytest.raises(UserError, match="give shard or workers"):
         _run(tmp_path / "run", shard="1/2", workers=2)
+
+
+def test_a_refused_merge_leaves_the_folder_s_episode_file_as_it_was(runs, tmp_path):
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(runs / "n1" / "run", folder)
+    episodes = folder / "episodes.jsonl"
+    episodes.write_bytes(episodes.read_bytes() + b'{"key": "torn')  # a torn tail: the writer would cut it
+    before = episodes.read_bytes()
+    topoeval.run_protocol(PROTOCOL, ["oracle"], tmp_path / "fewer", **OPTIONS)
+    with pytest.raises(UserError, match="plan different episodes"):
+        merge_runs([folder, tmp_path / "fewer"], folder)
+    assert episodes.read_bytes() == before
+    with pytest.warns(UserWarning, match="damaged"):  # merged in place: repaired, then read back
+        result = merge_runs([folder])
+    assert result.reused_episodes == PLANNED and not episodes.read_bytes().endswith(b'{"key": "torn')

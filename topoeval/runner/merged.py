@@ -28,6 +28,9 @@ from topoeval.runner.store import Scan, StoreWarning, is_finished, record_at, wa
 TIMING_FIELDS = ("wall_s", "policy_s")
 #: a slot without a record
 _NONE = -1
+#: episode files kept open at once while reading records back (a merge of thousands of shard files
+#: stays under the process's limit on open files)
+OPEN_FILES = 32
 
 
 class Positions(Protocol):
@@ -82,7 +85,7 @@ class MergedRecords:
         self._owns = owns
         size = len(self.plan)
         #: per planned position: the file its record is in (-1: none) and where the line starts
-        self._file = array("h", [-1]) * size
+        self._file = array("i", [-1]) * size
         self._slot = array("q", [_NONE]) * size
         self._extra: dict[str, tuple[int, int]] = {}
         #: records folded into another one of the same key in an earlier file
@@ -127,15 +130,20 @@ class MergedRecords:
             return new
         if new[1] >= 0:
             a, b = self._read(*old, readers), self._read(*new, readers)
+            if a["key"] != b["key"]:
+                raise UserError(f"{self.files[new[0]]}: changed while it was read; is another process writing it?")
             if outcome(a) != outcome(b):
                 raise UserError(f"episode {a['key']} has two different results ({self.files[old[0]]} and "
                                 f"{self.files[new[0]]}); remove one of them, then merge again")
         return None
 
     def _read(self, file: int, code: int, readers: dict[int, BinaryIO]) -> dict[str, Any]:
-        """The record at ``code`` in file number ``file`` (``readers``: the files open so far, by number)."""
+        """The record at ``code`` in file number ``file`` (``readers``: the files open so far, by number; at
+        most :data:`OPEN_FILES`, the longest open closed first)."""
         if file not in readers:
-            readers[file] = open(self.files[file], "rb")  # noqa: SIM115 (closed by the caller's _close)
+            if len(readers) >= OPEN_FILES:
+                readers.pop(next(iter(readers))).close()
+            readers[file] = open(self.files[file], "rb")  # noqa: SIM115 (closed by _close, in the method that made readers)
         return record_at(readers[file], code, self.files[file])
 
     # -- reading ---------------------------------------------------------------------------------------------
@@ -152,8 +160,11 @@ class MergedRecords:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         readers: dict[int, BinaryIO] = {}
         try:
-            for _, file, code in self._entries():
-                yield self._read(file, code, readers)
+            for key, file, code in self._entries():
+                rec = self._read(file, code, readers)
+                if rec["key"] != key:  # the file was rewritten since it was indexed (another process repaired it)
+                    raise UserError(f"{self.files[file]}: changed while it was read; is another process writing it?")
+                yield rec
         finally:
             _close(readers)
 

@@ -46,9 +46,8 @@ from topoeval.runner.store import (
     EpisodeStore,
     PlannedRecords,
     episode_files,
-    is_finished,
+    finished_in,
     read_json,
-    read_records,
     write_json,
 )
 from topoeval.runner.task_catalogue import TaskCatalogue, build_catalogue, save_catalogue
@@ -189,7 +188,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         # an episode that ended in `error` (the backend failed, not the model) is not finished: it runs again;
         # so is one finished in another of the folder's episode files (a shard's), or elsewhere (`done`)
         elsewhere = set(done) | {key for path in episode_files(run_dir) if path != store.path
-                                 for key, r in read_records(path).items() if is_finished(r)}
+                                 for key in finished_in(path)}
 
         def runs(pos: int, key: str) -> bool:
             return not store.finished_at(pos) and key not in elsewhere and (shard is None or shard.owns(key))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,10 +167,11 @@ class Combined:
         return out
 
 
-def combine(run_dirs: list[Path]) -> Combined:
+def combine(run_dirs: list[Path], prepare: Callable[[], None] | None = None) -> Combined:
     """Read every episode file of ``run_dirs`` (the folders of one run's shards, or one folder that
     holds them all); raises a one-line UserError for folders of different runs or a conflicting
-    duplicate."""
+    duplicate. ``prepare`` runs once the folders are checked, before their episode files are read
+    (an in-place merge repairs its episode file there: the records are read back from it later)."""
     if not run_dirs:
         raise UserError("merge needs at least one run folder")
     run_dirs = [Path(d) for d in run_dirs]
@@ -193,6 +194,8 @@ def combine(run_dirs: list[Path]) -> Combined:
         if p.keys_sha256 != plan.keys_sha256:
             raise UserError(f"{d} and {run_dirs[0]} plan different episodes (models {p.models} x {p.samples} samples "
                             f"vs {plan.models} x {plan.samples}); not merged")
+    if prepare is not None:
+        prepare()
     files = [path for d in run_dirs for path in episode_files(d)]
     records = MergedRecords(files, KeyPositions(plan.keys))
     counts = sorted({int(m.group(2)) for m in (SHARD_EPISODES.match(p.name) for p in files) if m})

@@ -328,7 +328,19 @@ def is_finished(record: dict[str, Any]) -> bool:
 def finished_keys(run_dir: str | Path) -> set[str]:
     """Keys of the run folder's finished episodes (what a re-run skips), in episodes.jsonl and in
     the files of any shards run into the same folder."""
-    return {key for path in episode_files(run_dir) for key, r in read_records(path).items() if is_finished(r)}
+    return {key for path in episode_files(run_dir) for key in finished_in(path)}
+
+
+def finished_in(path: Path) -> set[str]:
+    """Keys whose latest line in one episode file is finished, read a record at a time (damaged lines
+    skipped, one warning)."""
+    latest: dict[str, bool] = {}
+    found = Scan()
+    for _, _, rec in walk(path, found):
+        latest[rec["key"]] = is_finished(rec)
+    if found.damaged:
+        warnings.warn(found.report(path), StoreWarning, stacklevel=2)
+    return {key for key, done in latest.items() if done}
 
 
 def episode_files(run_dir: str | Path) -> list[Path]:
