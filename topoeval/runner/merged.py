@@ -3,7 +3,7 @@
 A run folder may hold several episode files (``episodes.jsonl`` and the files of shards run into it),
 and ``topoeval merge`` reads the files of several folders. :class:`MergedRecords` reads each file
 once and keeps, per key, which file its chosen record is in and where its line starts (an index
-like :class:`~topoeval.runner.store.EpisodeStore`'s: 8 + 2 bytes a planned episode); the records are
+like :class:`~topoeval.runner.store.EpisodeStore`'s: 8 + 4 bytes a planned episode); the records are
 read back from the files when they are iterated, so merging a million episodes never holds a
 million records.
 
@@ -22,12 +22,10 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from topoeval.core.errors import UserError
-from topoeval.runner.store import Scan, StoreWarning, is_finished, record_at, walk
+from topoeval.runner.store import NO_RECORD, Scan, StoreWarning, is_finished, record_at, slot_code, walk
 
 #: Fields of an episode record that measure time, not outcome: ignored when duplicates are compared.
 TIMING_FIELDS = ("wall_s", "policy_s")
-#: a slot without a record
-_NONE = -1
 #: episode files kept open at once while reading records back (a merge of thousands of shard files
 #: stays under the process's limit on open files)
 OPEN_FILES = 32
@@ -65,11 +63,6 @@ def outcome(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
 
 
-def _code(offset: int, finished: bool) -> int:
-    """An index slot: the line's offset (finished), or -(offset + 2) (an error)."""
-    return offset if finished else -offset - 2
-
-
 class MergedRecords:
     """The chosen record of every key over ``files`` (see the module's rule), read back from the files
     when iterated: planned keys in ``plan`` order, then any others in key order. ``owns``: keep only
@@ -86,7 +79,7 @@ class MergedRecords:
         size = len(self.plan)
         #: per planned position: the file its record is in (-1: none) and where the line starts
         self._file = array("i", [-1]) * size
-        self._slot = array("q", [_NONE]) * size
+        self._slot = array("q", [NO_RECORD]) * size
         self._extra: dict[str, tuple[int, int]] = {}
         #: records folded into another one of the same key in an earlier file
         self.duplicates = 0
@@ -101,18 +94,18 @@ class MergedRecords:
 
     def _fold_file(self, i: int, path: Path, readers: dict[int, BinaryIO]) -> None:
         found = Scan()
-        slots = array("q", [_NONE]) * len(self._slot)
+        slots = array("q", [NO_RECORD]) * len(self._slot)
         extra: dict[str, int] = {}
         for _, offset, rec in walk(path, found):  # within a file the latest line of a key wins
             pos = self.plan.position(rec["key"])
             if pos is None:
-                extra[rec["key"]] = _code(offset, is_finished(rec))
+                extra[rec["key"]] = slot_code(offset, is_finished(rec))
             else:
-                slots[pos] = _code(offset, is_finished(rec))
+                slots[pos] = slot_code(offset, is_finished(rec))
         if found.damaged:
             warnings.warn(found.report(path), StoreWarning, stacklevel=4)
         for pos, code in enumerate(slots):
-            if code != _NONE:
+            if code != NO_RECORD:
                 old = (self._file[pos], self._slot[pos]) if self._file[pos] >= 0 else None
                 if (chosen := self._choose(old, (i, code), readers)) is not None:
                     self._file[pos], self._slot[pos] = chosen
@@ -129,42 +122,41 @@ class MergedRecords:
         if old[1] < 0:  # a finished episode (or a later attempt) replaces an errored one
             return new
         if new[1] >= 0:
-            a, b = self._read(*old, readers), self._read(*new, readers)
-            if a["key"] != b["key"]:
-                raise UserError(f"{self.files[new[0]]}: changed while it was read; is another process writing it?")
+            a = self._read(*old, readers)
+            b = self._read(*new, readers, key=a["key"])
             if outcome(a) != outcome(b):
                 raise UserError(f"episode {a['key']} has two different results ({self.files[old[0]]} and "
                                 f"{self.files[new[0]]}); remove one of them, then merge again")
         return None
 
-    def _read(self, file: int, code: int, readers: dict[int, BinaryIO]) -> dict[str, Any]:
-        """The record at ``code`` in file number ``file`` (``readers``: the files open so far, by number; at
-        most :data:`OPEN_FILES`, the longest open closed first)."""
+    def _read(self, file: int, code: int, readers: dict[int, BinaryIO], key: str | None = None) -> dict[str, Any]:
+        """The record at ``code`` in file number ``file``, checked to be ``key``'s when given (``readers``: the
+        files open so far, by number; at most :data:`OPEN_FILES`, the longest open closed first)."""
         if file not in readers:
             if len(readers) >= OPEN_FILES:
                 readers.pop(next(iter(readers))).close()
             readers[file] = open(self.files[file], "rb")  # noqa: SIM115 (closed by _close, in the method that made readers)
-        return record_at(readers[file], code, self.files[file])
+        return record_at(readers[file], code, self.files[file], key)
 
     # -- reading ---------------------------------------------------------------------------------------------
+
+    def _keeps(self, key: str) -> bool:
+        return self._owns is None or self._owns(key)
 
     def _entries(self) -> Iterator[tuple[str, int, int]]:
         """(key, file, slot) of every kept key, in iteration order."""
         for pos, key in enumerate(self.plan.keys()):
-            if self._file[pos] >= 0 and (self._owns is None or self._owns(key)):
+            if self._file[pos] >= 0 and self._keeps(key):
                 yield key, self._file[pos], self._slot[pos]
         for key in sorted(self._extra):
-            if self._owns is None or self._owns(key):
+            if self._keeps(key):
                 yield key, *self._extra[key]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         readers: dict[int, BinaryIO] = {}
         try:
             for key, file, code in self._entries():
-                rec = self._read(file, code, readers)
-                if rec["key"] != key:  # the file was rewritten since it was indexed (another process repaired it)
-                    raise UserError(f"{self.files[file]}: changed while it was read; is another process writing it?")
-                yield rec
+                yield self._read(file, code, readers, key)  # a file rewritten since it was indexed: an error
         finally:
             _close(readers)
 
@@ -176,22 +168,15 @@ class MergedRecords:
         return (key for key, _, _ in self._entries())
 
     def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str) or (self._owns is not None and not self._owns(key)):
+        if not isinstance(key, str) or not self._keeps(key):
             return False
         pos = self.plan.position(key)
         return key in self._extra if pos is None else self._file[pos] >= 0
 
-    def source(self, key: str) -> tuple[Path, bool] | None:
-        """The file ``key``'s chosen record is in, and whether it finished (None: no record)."""
-        pos = self.plan.position(key)
-        found = self._extra.get(key) if pos is None else (
-            (self._file[pos], self._slot[pos]) if self._file[pos] >= 0 else None)
-        return None if found is None else (self.files[found[0]], found[1] >= 0)
-
     def missing(self) -> list[str]:
         """Planned keys (that ``owns`` accepts) no file has a record for, in plan order."""
         return [key for pos, key in enumerate(self.plan.keys())
-                if self._file[pos] < 0 and (self._owns is None or self._owns(key))]
+                if self._file[pos] < 0 and self._keeps(key)]
 
     def errors(self) -> int:
         """Kept keys whose chosen record ended in ``error``."""

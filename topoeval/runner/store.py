@@ -107,13 +107,21 @@ def scan(path: Path, warn: bool = True) -> Scan:
 
 
 #: an index slot: no record for the key
-_NONE = -1
+NO_RECORD = -1
 
 
-def record_at(fh: BinaryIO, code: int, path: Path) -> dict[str, Any]:
-    """The record whose line starts where ``code`` (an index slot of :class:`EpisodeStore`) says."""
+def slot_code(offset: int, finished: bool) -> int:
+    """An index slot for a line starting at ``offset``: the offset (finished), or -(offset + 2) (an error)."""
+    return offset if finished else -offset - 2
+
+
+def record_at(fh: BinaryIO, code: int, path: Path, key: str | None = None) -> dict[str, Any]:
+    """The record whose line starts where ``code`` (an index slot of :class:`EpisodeStore`) says; ``key``:
+    the key it was indexed under, checked (a line of another key means the file was rewritten since)."""
     fh.seek(code if code >= 0 else -code - 2)
     rec, why = _parse(fh.readline())
+    if rec is not None and key is not None and rec["key"] != key:
+        rec, why = None, f"another key's line where {key}'s was"
     if rec is None:
         raise UserError(f"{path}: changed while it was read ({why}); is another process writing it?")
     return rec
@@ -133,7 +141,7 @@ class EpisodeStore:
         self.path = run_dir / name
         self.plan = plan
         #: per planned position: the offset of its latest line (finished), -(offset + 2) (an error), or -1
-        self._slots = array("q", [_NONE]) * (len(plan) if plan is not None else 0)
+        self._slots = array("q", [NO_RECORD]) * (len(plan) if plan is not None else 0)
         self._extra: dict[str, int] = {}
         self._count = 0
         self._reader: BinaryIO | None = None
@@ -151,23 +159,23 @@ class EpisodeStore:
             warnings.warn(found.report(self.path), StoreWarning, stacklevel=3)
         if found.damaged or not found.newline:
             if self._repair(found):  # rewritten: every offset moved
-                self._slots = array("q", [_NONE]) * len(self._slots)
+                self._slots = array("q", [NO_RECORD]) * len(self._slots)
                 self._extra, self._count = {}, 0
                 self._load(warn=False)
 
     def _set(self, key: str, offset: int, finished: bool) -> None:
-        code = offset if finished else -offset - 2
+        code = slot_code(offset, finished)
         pos = self.plan.position(key) if self.plan is not None else None
         if pos is None:
             self._count += key not in self._extra
             self._extra[key] = code
         else:
-            self._count += self._slots[pos] == _NONE
+            self._count += self._slots[pos] == NO_RECORD
             self._slots[pos] = code
 
     def _code(self, key: str) -> int:
         pos = self.plan.position(key) if self.plan is not None else None
-        return self._extra.get(key, _NONE) if pos is None else self._slots[pos]
+        return self._extra.get(key, NO_RECORD) if pos is None else self._slots[pos]
 
     def _repair(self, found: Scan) -> bool:
         """Make the file end in a newline after its last readable line: cut a torn tail off (in place), or
@@ -190,7 +198,7 @@ class EpisodeStore:
         return True
 
     def __contains__(self, key: str) -> bool:
-        return self._code(key) != _NONE
+        return self._code(key) != NO_RECORD
 
     def __len__(self) -> int:
         return self._count
@@ -215,7 +223,7 @@ class EpisodeStore:
     def get(self, key: str) -> dict[str, Any] | None:
         """``key``'s latest record, read from the file (None when it has none)."""
         code = self._code(key)
-        if code == _NONE:
+        if code == NO_RECORD:
             return None
         if self._reader is None:
             self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open for the store's reads; close() closes it)
@@ -226,7 +234,7 @@ class EpisodeStore:
         the others in key order."""
         if self.plan is not None:
             for pos, key in enumerate(self.plan.keys()):
-                if self._slots[pos] != _NONE:
+                if self._slots[pos] != NO_RECORD:
                     yield key, self._slots[pos]
         for key in sorted(self._extra):
             yield key, self._extra[key]
