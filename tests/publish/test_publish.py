@@ -223,3 +223,43 @@ def test_a_matrix_run_publishes_a_matrix_config_that_load_dataset_loads(tmp_path
     noop = rows[("noop", "travel", "success")]
     assert noop["train_topology"] is None and "not an adapter" in noop["ratio_note"]
     assert "## Transfer matrix: m" in card.text and "| oracle | 0-shot | wiki | 1.00 [1.00, 1.00] * |" in card.text
+
+
+def test_greedy_and_sampled_matrices_of_one_task_set_are_published_side_by_side(tmp_path):
+    """k samples at a temperature is another measurement than one greedy sample of the same tasks: neither
+    replaces the other in ``results``, ``latest`` or ``matrix``, and the card has a table for each, the
+    sampled one with pass@k and the zero-signal share."""
+    path = tmp_path / "m.yaml"
+    path.write_text("name: m\nmatrix:\n  topologies:\n    - {name: wiki, suite: wiki}\n"
+                    "    - {name: travel, suite: travel}\ntasks: {test: {n: 2}, fewshot: {n: 2}}\n")
+    greedy = topoeval.run_protocol(str(path), ["oracle"], tmp_path / "g", temperature=0.0).run_dir
+    sampled = topoeval.run_protocol(str(path), ["oracle"], tmp_path / "s", samples=2, temperature=0.7).run_dir
+    out = tmp_path / "stage"
+    publish([greedy, sampled], "org/board", dry_run=out, offline=True, episodes=False)
+    matrix = [r for r in read_rows(out / "data/matrix.parquet") if r["metric"] == "success"]
+    assert sorted((r["topology"], r["samples"], r["temperature"]) for r in matrix) == [
+        ("travel", 1, 0.0), ("travel", 2, 0.7), ("wiki", 1, 0.0), ("wiki", 2, 0.7)]
+    by_k = {r["samples"]: r for r in matrix if r["topology"] == "wiki"}
+    assert by_k[1]["pass_at_k"] is None and by_k[1]["zero_signal_share"] is None
+    assert by_k[2]["pass_at_k"] == 1.0 and by_k[2]["zero_signal_share"] == 1.0  # the oracle: both samples succeed
+    latest = [r for r in read_rows(out / "data/latest.parquet") if r["metric"] == "success"]
+    assert sorted((r["topology"], r["samples"]) for r in latest) == [("travel", 1), ("travel", 2), ("wiki", 1),
+                                                                     ("wiki", 2)]
+    text = (out / "README.md").read_text()
+    assert "## Transfer matrix: m, greedy (task set" in text
+    assert "## Transfer matrix: m, k = 2 samples at temperature 0.7 (task set" in text
+    assert "| oracle | 0-shot | — | 1.00 [1.00, 1.00]; pass@2 1.00, zero-signal 1.00 |" in text
+
+
+def test_matrix_rows_published_before_samples_was_a_column_count_as_greedy():
+    """A matrix row an older topoeval published has no ``samples``: it is read as one greedy sample, so a
+    republish of the same greedy cell replaces it instead of standing beside it."""
+    from topoeval.publish.schema import MATRIX_COLUMNS, MATRIX_DEFAULTS, conform
+    from topoeval.publish.tables import MATRIX_KEY, merge
+
+    old = {"protocol": "m", "model": "x", "baseline": "0-shot", "topology": "wiki", "metric": "success",
+           "task_set_sha256": "t", "mean": 0.5}
+    [conformed] = conform([old], MATRIX_COLUMNS, MATRIX_DEFAULTS)
+    assert conformed["samples"] == 1 and conformed["pass_at_k"] is None
+    new = conform([{**old, "samples": 1, "mean": 0.75}], MATRIX_COLUMNS, MATRIX_DEFAULTS)
+    assert [r["mean"] for r in merge([conformed], new, MATRIX_KEY)] == [0.75]

@@ -61,17 +61,27 @@ def _f(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
+def _sampling(samples: int, temperature: float | None) -> str:
+    if samples < 2:
+        return "greedy" if temperature in (None, 0.0) else f"one sample at temperature {temperature:g}"
+    return f"k = {samples} samples" + (f" at temperature {temperature:g}" if temperature is not None else "")
+
+
 def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
-    """The card's transfer matrices: per protocol and task set, success [95 % CI] per model × topology,
-    ``*`` on the model's own topology, ``×r`` its transfer ratio (``×—``: undefined, the own score ties with 0)."""
+    """The card's transfer matrices: per protocol, task set and sampling, success [95 % CI] per model ×
+    topology, ``*`` on the model's own topology, ``×r`` its transfer ratio (``×—``: undefined, the own score
+    ties with 0); with k ≥ 2 samples also pass@k and the zero-signal share."""
     lines: list[str] = []
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, int, float], list[dict[str, Any]]] = defaultdict(list)
     for r in matrix:
         if r["metric"] == "success":
-            groups[(r["protocol"], r["task_set_sha256"])].append(r)
-    for (protocol, task_set), mine in sorted(groups.items()):
+            temperature = r.get("temperature")
+            groups[(r["protocol"], r["task_set_sha256"], r.get("samples") or 1,
+                    -1.0 if temperature is None else temperature)].append(r)
+    for (protocol, task_set, samples, temperature), mine in sorted(groups.items()):
         topos = list(dict.fromkeys(r["topology"] for r in sorted(mine, key=lambda r: r.get("column") or 0)))
-        lines += [f"## Transfer matrix: {protocol} (task set `{task_set[:12]}`)", "",
+        sampling = _sampling(samples, None if temperature < 0 else temperature)
+        lines += [f"## Transfer matrix: {protocol}, {sampling} (task set `{task_set[:12]}`)", "",
                   "| model | baseline | trained on | " + " | ".join(topos) + " |",
                   "|" + "---|" * (3 + len(topos))]
         by_row: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -91,10 +101,16 @@ def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
                     text += " *"
                 elif train:
                     text += f" ×{got['transfer_ratio']:.2f}" if got["transfer_ratio"] is not None else " ×—"
+                if samples >= 2:
+                    text += (f"; pass@{samples} {_f(got.get('pass_at_k'))}, "
+                             f"zero-signal {_f(got.get('zero_signal_share'))}")
                 vals.append(text)
             lines.append(f"| {model} | {baseline} | {train or '—'} | " + " | ".join(vals) + " |")
         lines += ["", "`*`: the model's own (train) topology; `×r`: success there / success on its own topology "
-                  "(`×—`: undefined, the own score ties with 0 under the tie rule; the `ratio_note` column says why).",
+                  "(`×—`: undefined, the own score ties with 0 under the tie rule; the `ratio_note` column says why)."
+                  + (f" Success is the mean over the {samples} samples (pass@1); pass@{samples}: some sample "
+                     "succeeds; zero-signal: the share of tasks whose samples all got the same success, so that a "
+                     "GRPO group of them would have no signal." if samples >= 2 else ""),
                   ""]
     return lines
 

@@ -19,7 +19,7 @@ from topoeval.core.errors import UserError
 from topoeval.core.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
 from topoeval.publish.folder import check_out, write_folder
-from topoeval.publish.schema import EPISODE_COLUMNS, MATRIX_COLUMNS, RESULT_COLUMNS, conform, features
+from topoeval.publish.schema import EPISODE_COLUMNS, MATRIX_COLUMNS, MATRIX_DEFAULTS, RESULT_COLUMNS, conform, features
 from topoeval.publish.tables import MATRIX_KEY, episode_rows, episodes_path, latest, matrix_rows, merge, result_rows
 
 RESULTS_FILE = "data/results.parquet"
@@ -43,8 +43,9 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
     write_rows(rows, out / RESULTS_FILE, result_features)
     write_rows(latest(rows), out / LATEST_FILE, result_features)
     written = [RESULTS_FILE, LATEST_FILE]
-    matrix = merge(conform(existing_matrix or [], MATRIX_COLUMNS),
-                   conform([row for d in run_dirs for row in matrix_rows(d)], MATRIX_COLUMNS), MATRIX_KEY)
+    matrix = merge(conform(existing_matrix or [], MATRIX_COLUMNS, MATRIX_DEFAULTS),
+                   conform([row for d in run_dirs for row in matrix_rows(d)], MATRIX_COLUMNS, MATRIX_DEFAULTS),
+                   MATRIX_KEY)
     if matrix:
         write_rows(matrix, out / MATRIX_FILE, features(MATRIX_COLUMNS))
         written.append(MATRIX_FILE)

@@ -16,7 +16,8 @@ skipped with one line and its committed results are kept. Outside the transfer
 matrix no model runs on the bridged worlds (AgentDojo, BFCL, MCP), whose prompts of 20–70 tools a
 135M model cannot use; the matrix runs them to show exactly that, as cells of its table.
 Then stages the runs as a publish would (results, latest view and card, without the per-episode
-config, to keep the repository small) into ``results/hub/``, the sweeps' summaries, tables and plots
+config, to keep the repository small) into ``results/hub/``, the models' matrix picture into
+``results/hub/matrix/``, the sweeps' summaries, tables and plots
 into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to ``results/README.md``.
 Run folders go to ``results/leaderboard/`` (not committed); re-running resumes them.
 ``python -m topoeval.publish.leaderboard --sweeps-only`` runs the sweeps alone and rewrites the card's
@@ -191,8 +192,20 @@ def main(out: Path = Path("results"), sweeps_only: bool = False) -> None:
             if child.name != "sweeps":
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
     stage(runs, hub, REPO_ID, episodes=False)
+    stage_matrix_picture(board, hub)
     run_sweeps(board, hub / "sweeps")
     write_card(out, (hub / "README.md").read_text(encoding="utf-8"))
+
+
+#: where the models' transfer matrix picture is committed (the README leads with it)
+MATRIX_PICTURE = Path("matrix") / f"{MATRIX}.png"
+
+
+def stage_matrix_picture(board: Path, hub: Path) -> None:
+    """The models' greedy transfer matrix (its run's ``matrix.png``) copied to ``hub / MATRIX_PICTURE``."""
+    target = hub / MATRIX_PICTURE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(board / MATRIX / "matrix" / "matrix.png", target)
 
 
 def write_card(out: Path, staged: str) -> None:

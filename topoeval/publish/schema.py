@@ -42,12 +42,21 @@ MATRIX_COLUMNS: dict[str, str] = {
     "own": "bool", "metric": "string", "mean": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64",
     "own_mean": "float64", "transfer_ratio": "float64",
     # why transfer_ratio is null off the diagonal (own score ties with 0, no train topology, ...); "" when set
-    "ratio_note": "string", "protocol_sha256": "string", "task_set_sha256": "string", "date": "string",
+    "ratio_note": "string",
+    # samples per task and the sampling temperature the cell was measured with (greedy: 1 and 0.0)
+    "samples": "int64", "temperature": "float64",
+    # with samples k >= 2, success only: pass@k and pass^k at that k, and the share of tasks whose k samples all
+    # got the same success (a GRPO group with no signal); null otherwise
+    "pass_at_k": "float64", "pass_hat_k": "float64", "zero_signal_share": "float64",
+    "protocol_sha256": "string", "task_set_sha256": "string", "date": "string",
     "run_id": "string", "reproduce": "string",
 }
-#: What a row that lacks a column gets (others: null).
+#: What a results or episodes row that lacks a column gets (others: null).
 DEFAULTS: dict[str, Any] = {"n_errors": 0, "incomplete": False, "pass_at_k": [], "pass_hat_k": [], "errors": "[]",
-                            "inference": "", "own": False, "ratio_note": ""}
+                            "inference": "", "samples": 1}
+#: What a matrix row that lacks a column gets (others: null). Rows published before ``samples`` was a column
+#: were greedy, one sample per task.
+MATRIX_DEFAULTS: dict[str, Any] = {"own": False, "ratio_note": "", "samples": 1}
 
 
 def features(columns: dict[str, str]):
@@ -60,6 +69,7 @@ def features(columns: dict[str, str]):
                      for name, kind in columns.items()})
 
 
-def conform(rows: list[dict[str, Any]], columns: dict[str, str]) -> list[dict[str, Any]]:
-    """``rows`` with exactly the schema's columns, in its order (missing ones defaulted)."""
-    return [{name: row.get(name, DEFAULTS.get(name)) for name in columns} for row in rows]
+def conform(rows: list[dict[str, Any]], columns: dict[str, str],
+            defaults: dict[str, Any] = DEFAULTS) -> list[dict[str, Any]]:
+    """``rows`` with exactly the schema's columns, in its order (missing ones from ``defaults``, else null)."""
+    return [{name: row.get(name, defaults.get(name)) for name in columns} for row in rows]

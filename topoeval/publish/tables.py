@@ -14,12 +14,13 @@ from topoeval.publish.schema import SCORE_COLUMNS
 from topoeval.runner.lock import check_idle
 from topoeval.runner.store import RUN_JSON, read_episodes, read_json
 
-#: A results row is replaced by a newer publish of the same key.
-RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256")
+#: A results row is replaced by a newer publish of the same key. ``samples`` is in every key: k samples per task
+#: at a temperature is another measurement than one greedy sample, and neither replaces the other.
+RESULT_KEY = ("protocol", "model", "baseline", "topology", "task_set_sha256", "samples")
 #: A matrix row is replaced by a newer publish of the same key.
-MATRIX_KEY = ("protocol", "model", "baseline", "topology", "metric", "task_set_sha256")
+MATRIX_KEY = ("protocol", "model", "baseline", "topology", "metric", "task_set_sha256", "samples")
 #: The latest view keeps, per model, the newest row of each of these.
-LATEST_KEY = ("protocol", "model", "baseline", "topology", "metric")
+LATEST_KEY = ("protocol", "model", "baseline", "topology", "metric", "samples")
 
 
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -85,6 +86,8 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     """The ``matrix`` config's rows of a transfer-matrix run (summary.json's ``matrix``); [] for other runs."""
     meta, summary = load_run(run_dir)
     matrix = summary.get("matrix") or {}
+    samples = int(meta.get("samples") or 1)
+    temperature = ((meta.get("identity") or {}).get("settings") or {}).get("temperature")
     rows = []
     for r in matrix.get("rows") or []:
         for metric in ("success", "dq"):
@@ -101,6 +104,9 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                     "mean": point.get("mean"), "ci_low": ci[0], "ci_high": ci[1], "n": point.get("n", 0),
                     "own_mean": r["own"][metric], "transfer_ratio": None if own else
                     r["transfer_ratio"][metric].get(topo), "ratio_note": note,
+                    "samples": samples, "temperature": temperature,
+                    "pass_at_k": _at_k(point.get("pass@k"), samples), "pass_hat_k": _at_k(point.get("pass^k"), samples),
+                    "zero_signal_share": point.get("zero_signal_share"),
                     "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
                     "date": meta.get("ended") or meta.get("started"),
                     "run_id": summary.get("run_id", Path(run_dir).name),
@@ -109,6 +115,11 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                         else ""),
                 })
     return rows
+
+
+def _at_k(by_k: dict[str, float] | None, k: int) -> float | None:
+    """pass@k or pass^k at k from a cell's ``{"1": ..., "k": ...}`` (null with one sample, or none recorded)."""
+    return None if k < 2 or not by_k else by_k.get(str(k))
 
 
 def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
