@@ -143,6 +143,26 @@ def test_a_cut_tail_is_truncated_by_the_writer_only(tmp_path):
     assert path.read_bytes() == good
 
 
+def test_a_file_rewritten_behind_the_store_is_an_error_not_another_keys_record(tmp_path):
+    """The store reads records back by offset: if another process rewrote the file since (the same lengths,
+    another order), a read names the change instead of returning the other key's record as this one's."""
+    from topoeval.core.errors import UserError
+    from topoeval.runner.store import PlannedRecords
+
+    a, b = ({"key": k, "status": "done"} for k in ("k1", "k2"))
+    path = tmp_path / EPISODES
+    path.write_text("".join(json.dumps(r) + "\n" for r in (a, b)))
+    store = EpisodeStore(tmp_path)
+    try:
+        path.write_text("".join(json.dumps(r) + "\n" for r in (b, a)))
+        with pytest.raises(UserError, match="changed while it was read"):
+            store.get("k1")
+        with pytest.raises(UserError, match="changed while it was read"):
+            list(PlannedRecords(store))
+    finally:
+        store.close()
+
+
 def test_every_file_a_run_writes_is_written_atomically(tmp_path, echo_protocol, fixture_suites, monkeypatch):
     replaced: dict[str, str] = {}
     real_replace = os.replace

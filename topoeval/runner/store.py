@@ -227,7 +227,7 @@ class EpisodeStore:
             return None
         if self._reader is None:
             self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open for the store's reads; close() closes it)
-        return record_at(self._reader, code, self.path)
+        return record_at(self._reader, code, self.path, key)
 
     def entries(self) -> Iterator[tuple[str, int]]:
         """(key, where its latest record is) of every key with a record: planned ones in plan order, then
@@ -287,17 +287,17 @@ class PlannedRecords:
         self._store, self._owns = store, owns
         self._len: int | None = None
 
-    def _codes(self) -> Iterator[int]:
-        return (code for key, code in self._store.entries() if self._owns is None or self._owns(key))
+    def _entries(self) -> Iterator[tuple[str, int]]:
+        return ((key, code) for key, code in self._store.entries() if self._owns is None or self._owns(key))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with open(self._store.path, "rb") as fh:
-            for code in self._codes():
-                yield record_at(fh, code, self._store.path)
+            for key, code in self._entries():
+                yield record_at(fh, code, self._store.path, key)
 
     def __len__(self) -> int:
         if self._len is None:
-            self._len = sum(1 for _ in self._codes())
+            self._len = sum(1 for _ in self._entries())
         return self._len
 
 
