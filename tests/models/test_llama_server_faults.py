@@ -61,6 +61,18 @@ class Saboteur(threading.Thread):
             time.sleep(0.05)
 
 
+def test_a_conversation_longer_than_the_servers_context_is_the_models_limit_not_the_end_of_the_run(tmp_path):
+    """llama-server refuses a prompt longer than its context with an HTTP 400 of its own wording: that is
+    the model's limit (the episode ends as ``limit:context_window``, scored), not a rejected request that
+    would stop the run. Travel's first prompt (seven tools) is longer than 512 tokens."""
+    res = topoeval.run_protocol("transfer_matrix", ["smollm2-135m"], tmp_path / "r", tasks=2, shots=[0],
+                                topologies=["travel", "wiki"], max_turns=2, max_tokens=16,
+                                model_options=ModelOptions(n_ctx=512, n_threads=1))
+    eps = [e for e in episodes(res.run_dir) if e["topology"] == "travel"]
+    assert [e["status"] for e in eps] == ["limit:context_window"] * 2, [e["errors"] for e in eps]
+    assert [e["scores"]["success"] for e in eps] == [0.0, 0.0] and res.errors == 0
+
+
 @pytest.mark.slow
 def test_a_server_that_crashes_mid_run_is_restarted_and_the_run_completes(tmp_path):
     before = llama_servers()

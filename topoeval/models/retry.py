@@ -62,10 +62,11 @@ NON_RETRYABLE = {400: "the request was rejected as malformed", 401: "the credent
 #: How providers say that no key was given at all (litellm reports it as a 500).
 MISSING_CREDENTIALS = re.compile(
     r"missing credentials|api[ _]?key client option must be set|missing [\w ]*api[ _]?key|no api[ _]?key", re.I)
-#: How servers say that the conversation outgrew the context window (OpenAI, vLLM, llama.cpp, SGLang).
+#: How servers say that the conversation outgrew the context window (OpenAI, vLLM, llama.cpp, SGLang;
+#: llama-server: "request (11879 tokens) exceeds the available context size (8192 tokens)").
 CONTEXT_LIMIT = re.compile(
-    r"context[ _]?(length|window)|maximum context|exceeds? the (context|maximum)|prompt is too long"
-    r"|too many tokens", re.I)
+    r"context[ _]?(length|window|size)|maximum context|exceeds? the (available )?(context|maximum)"
+    r"|prompt is too long|too many tokens", re.I)
 
 
 #: How providers say their content policy blocked a request or its reply: OpenAI (code
