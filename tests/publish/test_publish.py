@@ -13,8 +13,8 @@ from huggingface_hub import DatasetCard
 import topoeval
 from topoeval.core.policy import Policy
 from topoeval.policies.reference import OraclePolicy
-from topoeval.publish import publish
 from topoeval.core.parquet import read_rows
+from topoeval.publish import publish
 
 from .hub_server import FakeHub
 
@@ -235,7 +235,10 @@ def test_greedy_and_sampled_matrices_of_one_task_set_are_published_side_by_side(
     greedy = topoeval.run_protocol(str(path), ["oracle"], tmp_path / "g", temperature=0.0).run_dir
     sampled = topoeval.run_protocol(str(path), ["oracle"], tmp_path / "s", samples=2, temperature=0.7).run_dir
     out = tmp_path / "stage"
-    publish([greedy, sampled], "org/board", dry_run=out, offline=True, episodes=False)
+    done = publish([greedy, sampled], "org/board", dry_run=out, offline=True)
+    [one, k2] = sorted((f for f in done["files"] if f.startswith("episodes/")), key=len)
+    assert k2 == one.replace(".parquet", "-k2.parquet")
+    assert (len(read_rows(out / one)), len(read_rows(out / k2))) == (4, 8)  # 2 topologies x 2 tasks (x 2 samples)
     matrix = [r for r in read_rows(out / "data/matrix.parquet") if r["metric"] == "success"]
     assert sorted((r["topology"], r["samples"], r["temperature"]) for r in matrix) == [
         ("travel", 1, 0.0), ("travel", 2, 0.7), ("wiki", 1, 0.0), ("wiki", 2, 0.7)]

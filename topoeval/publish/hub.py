@@ -20,7 +20,16 @@ from topoeval.core.parquet import read_rows, write_rows
 from topoeval.publish.card import render_card
 from topoeval.publish.folder import check_out, write_folder
 from topoeval.publish.schema import EPISODE_COLUMNS, MATRIX_COLUMNS, MATRIX_DEFAULTS, RESULT_COLUMNS, conform, features
-from topoeval.publish.tables import MATRIX_KEY, episode_rows, episodes_path, latest, matrix_rows, merge, result_rows
+from topoeval.publish.tables import (
+    MATRIX_KEY,
+    episode_rows,
+    episodes_path,
+    latest,
+    load_run,
+    matrix_rows,
+    merge,
+    result_rows,
+)
 
 RESULTS_FILE = "data/results.parquet"
 LATEST_FILE = "data/latest.parquet"
@@ -52,8 +61,9 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
     episode_features = features(EPISODE_COLUMNS)
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
+        samples = int(load_run(d)[0].get("samples") or 1)
         for row in conform(episode_rows(d), EPISODE_COLUMNS):
-            path = episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"])
+            path = episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"], samples)
             groups.setdefault(path, []).append(row)
         for rel, ep_rows in sorted(groups.items()):
             write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel,

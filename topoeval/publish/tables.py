@@ -164,7 +164,8 @@ def latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(best.values(), key=lambda r: tuple(r[k] for k in LATEST_KEY))
 
 
-def episodes_path(protocol: str, model: str, baseline: str, task_set: str) -> str:
-    """Where one (protocol, model, baseline, task set)'s episodes live in the repo (republish overwrites)."""
+def episodes_path(protocol: str, model: str, baseline: str, task_set: str, samples: int = 1) -> str:
+    """Where one (protocol, model, baseline, task set, samples)'s episodes live in the repo (republish
+    overwrites; k samples of the same tasks live beside the greedy ones, ``-k<samples>``)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
-    return f"episodes/{protocol}/{slug}/{baseline}-{task_set[:12]}.parquet"
+    return f"episodes/{protocol}/{slug}/{baseline}-{task_set[:12]}{f'-k{samples}' if samples > 1 else ''}.parquet"
