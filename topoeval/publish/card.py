@@ -72,15 +72,18 @@ def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
     topology, ``*`` on the model's own topology, ``×r`` its transfer ratio (``×—``: undefined, the own score
     ties with 0); with k ≥ 2 samples also pass@k and the zero-signal share."""
     lines: list[str] = []
-    groups: dict[tuple[str, str, int, float], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, int, float | None], list[dict[str, Any]]] = defaultdict(list)
     for r in matrix:
         if r["metric"] == "success":
-            temperature = r.get("temperature")
-            groups[(r["protocol"], r["task_set_sha256"], r.get("samples") or 1,
-                    -1.0 if temperature is None else temperature)].append(r)
-    for (protocol, task_set, samples, temperature), mine in sorted(groups.items()):
+            groups[(r["protocol"], r["task_set_sha256"], r.get("samples") or 1, r.get("temperature"))].append(r)
+
+    def order(key: tuple[str, str, int, float | None]) -> tuple[str, str, int, bool, float]:
+        return (*key[:3], key[3] is not None, key[3] or 0.0)  # no temperature first
+
+    for (protocol, task_set, samples, temperature) in sorted(groups, key=order):
+        mine = groups[(protocol, task_set, samples, temperature)]
         topos = list(dict.fromkeys(r["topology"] for r in sorted(mine, key=lambda r: r.get("column") or 0)))
-        sampling = _sampling(samples, None if temperature < 0 else temperature)
+        sampling = _sampling(samples, temperature)
         lines += [f"## Transfer matrix: {protocol}, {sampling} (task set `{task_set[:12]}`)", "",
                   "| model | baseline | trained on | " + " | ".join(topos) + " |",
                   "|" + "---|" * (3 + len(topos))]

@@ -61,8 +61,9 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
     episode_features = features(EPISODE_COLUMNS)
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
-        samples = int(load_run(d)[0].get("samples") or 1)
-        for row in conform(episode_rows(d), EPISODE_COLUMNS):
+        meta, summary = load_run(d)
+        samples = int(meta.get("samples") or 1)
+        for row in conform(episode_rows(d, summary), EPISODE_COLUMNS):
             path = episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"], samples)
             groups.setdefault(path, []).append(row)
         for rel, ep_rows in sorted(groups.items()):

@@ -122,10 +122,12 @@ def _at_k(by_k: dict[str, float] | None, k: int) -> float | None:
     return None if k < 2 or not by_k else by_k.get(str(k))
 
 
-def episode_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+def episode_rows(run_dir: str | Path, summary: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per episode (its latest record): labels, every score, the errors, and the
-    conversation as JSON. An episode that ended in error has null scores."""
-    meta, summary = load_run(run_dir)
+    conversation as JSON. An episode that ended in error has null scores. ``summary``: the run's
+    summary.json, when the caller has loaded it already (:func:`load_run`)."""
+    if summary is None:
+        summary = load_run(run_dir)[1]
     rows = []
     for rec in read_episodes(run_dir):  # read only: a run still writing the folder is never disturbed
         scores = rec.get("scores") or {}

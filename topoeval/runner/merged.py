@@ -38,6 +38,8 @@ class Positions(Protocol):
 
     def position(self, key: str) -> int | None: ...
 
+    def key(self, pos: int) -> str: ...
+
     def keys(self) -> Iterator[str]: ...
 
 
@@ -53,6 +55,9 @@ class KeyPositions:
 
     def position(self, key: str) -> int | None:
         return self._pos.get(key)
+
+    def key(self, pos: int) -> str:
+        return self._keys[pos]
 
     def keys(self) -> Iterator[str]:
         return iter(self._keys)
@@ -105,32 +110,35 @@ class MergedRecords:
         if found.damaged:
             warnings.warn(found.report(path), StoreWarning, stacklevel=4)
         for pos, code in enumerate(slots):
-            if code != NO_RECORD:
-                old = (self._file[pos], self._slot[pos]) if self._file[pos] >= 0 else None
-                if (chosen := self._choose(old, (i, code), readers)) is not None:
-                    self._file[pos], self._slot[pos] = chosen
+            if code == NO_RECORD:
+                continue
+            if self._file[pos] < 0:
+                self._file[pos], self._slot[pos] = i, code
+            elif (chosen := self._choose((self._file[pos], self._slot[pos]), (i, code), readers,
+                                         self.plan.key(pos))) is not None:
+                self._file[pos], self._slot[pos] = chosen
         for key, code in extra.items():
-            if (chosen := self._choose(self._extra.get(key), (i, code), readers)) is not None:
+            if key not in self._extra:
+                self._extra[key] = (i, code)
+            elif (chosen := self._choose(self._extra[key], (i, code), readers, key)) is not None:
                 self._extra[key] = chosen
 
-    def _choose(self, old: tuple[int, int] | None, new: tuple[int, int],
-                readers: dict[int, BinaryIO]) -> tuple[int, int] | None:
-        """The slot a key keeps when ``new`` is found after ``old`` (None: keep ``old``)."""
-        if old is None:
-            return new
+    def _choose(self, old: tuple[int, int], new: tuple[int, int], readers: dict[int, BinaryIO],
+                key: str) -> tuple[int, int] | None:
+        """The slot ``key`` keeps when ``new`` is found after ``old`` (None: keep ``old``)."""
         self.duplicates += 1
         if old[1] < 0:  # a finished episode (or a later attempt) replaces an errored one
             return new
         if new[1] >= 0:
-            a = self._read(*old, readers)
-            b = self._read(*new, readers, key=a["key"])
+            a = self._read(*old, readers, key)
+            b = self._read(*new, readers, key)
             if outcome(a) != outcome(b):
-                raise UserError(f"episode {a['key']} has two different results ({self.files[old[0]]} and "
+                raise UserError(f"episode {key} has two different results ({self.files[old[0]]} and "
                                 f"{self.files[new[0]]}); remove one of them, then merge again")
         return None
 
-    def _read(self, file: int, code: int, readers: dict[int, BinaryIO], key: str | None = None) -> dict[str, Any]:
-        """The record at ``code`` in file number ``file``, checked to be ``key``'s when given (``readers``: the
+    def _read(self, file: int, code: int, readers: dict[int, BinaryIO], key: str) -> dict[str, Any]:
+        """The record at ``code`` in file number ``file``, checked to be ``key``'s (``readers``: the
         files open so far, by number; at most :data:`OPEN_FILES`, the longest open closed first)."""
         if file not in readers:
             if len(readers) >= OPEN_FILES:

@@ -115,12 +115,12 @@ def slot_code(offset: int, finished: bool) -> int:
     return offset if finished else -offset - 2
 
 
-def record_at(fh: BinaryIO, code: int, path: Path, key: str | None = None) -> dict[str, Any]:
+def record_at(fh: BinaryIO, code: int, path: Path, key: str) -> dict[str, Any]:
     """The record whose line starts where ``code`` (an index slot of :class:`EpisodeStore`) says; ``key``:
     the key it was indexed under, checked (a line of another key means the file was rewritten since)."""
     fh.seek(code if code >= 0 else -code - 2)
     rec, why = _parse(fh.readline())
-    if rec is not None and key is not None and rec["key"] != key:
+    if rec is not None and rec["key"] != key:
         rec, why = None, f"another key's line where {key}'s was"
     if rec is None:
         raise UserError(f"{path}: changed while it was read ({why}); is another process writing it?")
