@@ -93,3 +93,35 @@ def test_a_record_that_cannot_be_written_as_json_is_replaced_by_an_error_record(
     res = topoeval.run_protocol(echo_protocol(n=1), ["oracle"], out, suites_dirs=[fixture_suites])
     assert res.new_episodes == 2 and res.errors == 2
     assert all(r["status"] == "error" and "record: TypeError" in r["errors"][-1] for r in _lines(out))
+
+
+class SeedLog(Policy):
+    """Looks up once, then answers; notes the seed each turn was sent, by episode key and turn."""
+
+    name = "seedlog"
+
+    def __init__(self):
+        self.seeds: dict[tuple[str, int], int | None] = {}
+
+    async def act(self, messages, tools, sampling, ctx):
+        turn = sum(m["role"] == "assistant" for m in messages)
+        self.seeds[(ctx.key, turn)] = sampling.seed
+        if turn == 0:
+            return AssistantMessage(tool_calls=[ToolCall(id="c", name="lookup", arguments="{}")])
+        return final(ctx.task.answer)
+
+
+def test_every_turn_of_every_sample_of_every_task_draws_with_its_own_seed_and_a_rerun_with_the_same(
+        tmp_path, echo_protocol, fixture_suites):
+    """One seed per sample for every request made each sample a fixed pattern of random draws shared by
+    all its tasks and turns: at k = 4, temperature 0.7, three samples of a peaked adapter read as greedy
+    and one left the greedy path on most tasks (the wiki adapter's per-sample success 0.54, 0.08, 0.58, 0.58)."""
+    protocol = echo_protocol(n=3, samples=2)
+    protocol.write_text(protocol.read_text() + "sampling: {temperature: 0.7, seed: 0}\n")
+    first, second = SeedLog(), SeedLog()
+    topoeval.run_protocol(protocol, [first], tmp_path / "a", suites_dirs=[fixture_suites])
+    topoeval.run_protocol(protocol, [second], tmp_path / "b", suites_dirs=[fixture_suites])
+    # echo-b sends echo-a's requests word for word, so the run's reply cache answers them: 12 requests
+    seeds = list(first.seeds.values())
+    assert len(seeds) == 3 * 2 * 2 and None not in seeds and len(set(seeds)) == 12  # tasks × samples × turns
+    assert second.seeds == first.seeds  # the same draws on a rerun: reproducible, and the cache still hits

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,22 @@ class SamplingParams(BaseModel):
     temperature: float = Field(default=0.0, description="Sampling temperature.")
     top_p: float = Field(default=1.0, description="Nucleus sampling mass.")
     max_tokens: int = Field(default=1024, description="Tokens the model may generate this turn.")
-    seed: int | None = Field(default=None, description="Backend seed (protocol seed + sample index).")
+    seed: int | None = Field(default=None, description=(
+        "Backend seed. A run's episodes send each turn its own, from the protocol's seed, the task, the "
+        "sample index and the turn (:meth:`for_turn`); None: the backend's own randomness."))
+
+    def for_turn(self, task_id: str, sample: int, turn: int) -> SamplingParams:
+        """These parameters with the seed of one turn of one sample of one task (unchanged without a seed).
+
+        A backend re-seeds its generator on every request, so one seed for every request of a sample
+        would draw the same random numbers on every turn of every task: a sample whose sequence happens
+        to start with a rare draw would leave the greedy path on the same token of every conversation,
+        and the others never, so samples would differ from each other in a way tasks share. A seed per
+        (task, sample, turn) keeps samples independent while a rerun still draws the same."""
+        if self.seed is None:
+            return self
+        digest = hashlib.blake2b(f"{self.seed}|{task_id}|{sample}|{turn}".encode(), digest_size=8).digest()
+        return self.model_copy(update={"seed": int.from_bytes(digest, "big") % 2**31})
 
 
 @dataclass

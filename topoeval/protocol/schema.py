@@ -147,7 +147,9 @@ class Sampling(_Strict):
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="Sampling temperature.")
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
-    seed: int | None = Field(default=None, description="Backend sampling seed (sample index is added).")
+    seed: int | None = Field(default=None, description=(
+        "Backend sampling seed; each turn is sent its own, derived from it, the task, the sample and the turn "
+        "(SamplingParams.for_turn). None: the backend's own randomness."))
 
 
 class MatrixSpec(_Strict):

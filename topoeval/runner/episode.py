@@ -227,7 +227,8 @@ async def run_episode(
     try:
         while not state.done:
             try:
-                reply = await policy.act(state.messages, state.tools, sampling, ctx)
+                turn_sampling = sampling.for_turn(task.id, sample, state.turns)  # independent draws per turn
+                reply = await policy.act(state.messages, state.tools, turn_sampling, ctx)
             except UserError:  # a set-up problem (missing extra, server that cannot start): end the run
                 raise
             except ContextLimitError:  # the conversation outgrew the model: its own outcome, scored

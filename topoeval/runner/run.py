@@ -250,7 +250,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
                     record = await run_episode(
                         policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
                         demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
-                        sampling=_sampling(protocol, s), sample=s, shots=shots,
+                        sampling=_sampling(protocol), sample=s, shots=shots,
                         labels={
                             "key": key, "episode_id": episode_id(key), "model": policy.name,
                             "baseline": baseline_name(shots), "topology": topo.name,
@@ -368,11 +368,11 @@ async def _preflight(policies: list[Policy], names: set[str]) -> None:
             warnings.warn(str(warning), BackendWarning, stacklevel=3)
 
 
-def _sampling(protocol: Protocol, sample: int) -> SamplingParams:
+def _sampling(protocol: Protocol) -> SamplingParams:
     s = protocol.sampling
     return SamplingParams(
         temperature=s.temperature, top_p=s.top_p, max_tokens=protocol.limits.max_tokens,
-        seed=None if s.seed is None else s.seed + sample,
+        seed=s.seed,  # each turn's own seed comes from it, the task, the sample and the turn (for_turn)
     )
 
 
