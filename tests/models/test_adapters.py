@@ -49,7 +49,7 @@ def test_names():
 def test_the_shipped_adapters_are_package_data_and_match_their_records(monkeypatch):
     monkeypatch.delenv(adapters.ENV, raising=False)
     assert adapters.ADAPTERS_DIR == Path(str(files("topoeval_adapters")))
-    for model in ("smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo", "smollm2-135m-travel-rationale"):
+    for model in ("smollm2-135m-wiki", "smollm2-135m-travel", "smollm2-135m-wiki-grpo"):
         assert adapter_path(model) == str(adapters.ADAPTERS_DIR / f"{model}.gguf")
 
 

@@ -81,15 +81,15 @@ def test_a_turn_can_end_after_a_call(gguf):
     assert reply.usage.completion_tokens < 48
 
 
-def test_the_rationale_adapter_writes_its_line_before_the_hold(tmp_path, gguf):
-    """smollm2-135m-travel-rationale (trained with --rationale) runs with text before calls: on a travel
+def test_the_travel_adapter_writes_its_line_before_the_hold(tmp_path, gguf):
+    """smollm2-135m-travel (trained with --rationale) runs with text before calls: on a travel
     task its hold turn is a line naming a flight, then the hold_seat call, in one turn — the layout its
     training record names, which the base and the other adapters never get."""
     from topoeval.models.adapters import adapter_files
 
-    if not adapter_files("smollm2-135m-travel-rationale")[0].is_file():
-        pytest.skip("adapters/smollm2-135m-travel-rationale.gguf is not there")
-    res = topoeval.run_protocol("transfer_matrix", ["smollm2-135m-travel-rationale"], tmp_path / "r", tasks=1,
+    if not adapter_files("smollm2-135m-travel")[0].is_file():
+        pytest.skip("adapters/smollm2-135m-travel.gguf is not there")
+    res = topoeval.run_protocol("transfer_matrix", ["smollm2-135m-travel"], tmp_path / "r", tasks=1,
                                 shots=[0], topologies=["travel", "wiki"], max_turns=3, max_tokens=64)
     [episode] = [e for e in episodes(res.run_dir) if e["topology"] == "travel"]
     turns = [m for m in episode["messages"] if m["role"] == "assistant"]
