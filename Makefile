@@ -161,7 +161,8 @@ bench-local: $(STAMP)
 # METHOD=grpo leaves the GRPO run's; `topoeval train wiki_to_travel --tasks 200 --epochs 1
 # --keep-checkpoints` the SFT run's); a sweep without them is skipped and its published results kept.
 # `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept).
-# The model runs took 47 minutes on shared cores, the GRPO adapter and both sweeps 18 more; re-running resumes.
+# The model runs took about 3 hours on 2 cores, 2 h 20 min of it the transfer matrix; the GRPO adapter
+# and both sweeps about 18 minutes more; re-running resumes.
 leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
 

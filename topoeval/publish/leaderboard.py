@@ -21,7 +21,7 @@ config, to keep the repository small) into ``results/hub/``, the models' matrix 
 into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to ``results/README.md``.
 Run folders go to ``results/leaderboard/`` (not committed); re-running resumes them.
 ``python -m topoeval.publish.leaderboard --sweeps-only`` runs the sweeps alone and rewrites the card's
-section on them, every other committed number kept (after a retraining, without the model runs' hour).
+section on them, every other committed number kept (after a retraining, without the model runs' 3 hours).
 
 The two collapse protocols test the same tasks of the same two topologies with the same prompts, so
 the second direction takes the first's response cache: its episodes are the first's, read back,
