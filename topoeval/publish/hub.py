@@ -29,6 +29,7 @@ from topoeval.publish.tables import (
     matrix_rows,
     merge,
     result_rows,
+    run_samples,
 )
 
 RESULTS_FILE = "data/results.parquet"
@@ -62,7 +63,7 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
     for d in run_dirs if episodes else []:
         groups: dict[str, list[dict[str, Any]]] = {}
         meta, summary = load_run(d)
-        samples = int(meta.get("samples") or 1)
+        samples = run_samples(meta)
         for row in conform(episode_rows(d, summary), EPISODE_COLUMNS):
             path = episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"], samples)
             groups.setdefault(path, []).append(row)

@@ -34,6 +34,11 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise UserError(f"{run_dir}: not a finished run folder ({exc})") from None
 
 
+def run_samples(meta: dict[str, Any]) -> int:
+    """Samples per task of a run (its run.json's ``samples``; 1 where none is recorded)."""
+    return int(meta.get("samples") or 1)
+
+
 def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
     """The `topoeval run` command that reproduces one row (the protocol hash pins the rest)."""
     shots = re.match(r"(\d+)-shot", baseline)
@@ -73,7 +78,7 @@ def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                 "pass_hat_k": [pass_hat[k] for k in sorted(pass_hat, key=int)],
                 "n_errors": cell.get("n_errors", 0), "incomplete": bool(cell.get("n_errors", 0)),
                 "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
-                "samples": meta.get("samples", 1), "topoeval_version": meta.get("topoeval_version", __version__),
+                "samples": run_samples(meta), "topoeval_version": meta.get("topoeval_version", __version__),
                 "date": date, "run_id": summary.get("run_id", Path(run_dir).name),
                 "reproduce": reproduce_command(meta, cell["model"], cell["baseline"]),
                 "inference": json.dumps(meta.get("inference", {}).get(cell["model"]), sort_keys=True)
@@ -86,7 +91,7 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     """The ``matrix`` config's rows of a transfer-matrix run (summary.json's ``matrix``); [] for other runs."""
     meta, summary = load_run(run_dir)
     matrix = summary.get("matrix") or {}
-    samples = int(meta.get("samples") or 1)
+    samples = run_samples(meta)
     temperature = ((meta.get("identity") or {}).get("settings") or {}).get("temperature")
     rows = []
     for r in matrix.get("rows") or []:

@@ -243,6 +243,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         timing: dict[str, float] = {"setup_s": started - t0}
         with _progress(config.progress, total) as advance:
             user = UserSettings(model=config.user_model)
+            sampling = _sampling(protocol)  # the same for every episode; each turn derives its seed (for_turn)
 
             async def one(policy: Policy, shots: int, topo: ResolvedTopology, task, s: int, key: str) -> None:
                 nonlocal new
@@ -250,7 +251,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
                     record = await run_episode(
                         policy=policy, suite=topo.suite, task=task, system_prompt=topo.system_prompt(),
                         demos=demos.get((topo.name, shots, s), ([], []))[0], limits=protocol.limits,
-                        sampling=_sampling(protocol), sample=s, shots=shots,
+                        sampling=sampling, sample=s, shots=shots,
                         labels={
                             "key": key, "episode_id": episode_id(key), "model": policy.name,
                             "baseline": baseline_name(shots), "topology": topo.name,
@@ -372,7 +373,7 @@ def _sampling(protocol: Protocol) -> SamplingParams:
     s = protocol.sampling
     return SamplingParams(
         temperature=s.temperature, top_p=s.top_p, max_tokens=protocol.limits.max_tokens,
-        seed=s.seed,  # each turn's own seed comes from it, the task, the sample and the turn (for_turn)
+        seed=s.seed,
     )
 
 
