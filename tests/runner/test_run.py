@@ -340,3 +340,19 @@ def test_episodes_are_fed_task_by_task_each_task_made_once_and_in_flight_bounded
     # generate(): once per task for the pass (iter_tasks calls it) and once for its four episodes
     assert sum(n for (kind, _), n in made.items() if kind == "run") == 2 * 12
     assert 1 <= a.peak <= 3 and 1 <= b.peak <= 3
+
+
+def test_running_another_protocol_into_a_folder_is_refused_naming_both_protocols(tmp_path, echo_protocol,
+                                                                                  fixture_suites):
+    out, proto = tmp_path / "run", echo_protocol(n=1)
+    topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    other = tmp_path / "other.yaml"  # another protocol whose limits differ too (the old refusal named max_turns)
+    other.write_text(proto.read_text().replace("name: echo_proto", "name: echo_other") + "limits: {max_turns: 3}\n")
+    with pytest.raises(UserError) as refused:
+        topoeval.run_protocol(other, ["oracle"], out, suites_dirs=[fixture_suites])
+    message = str(refused.value)
+    assert "'echo_proto'" in message and "'echo_other'" in message and "max_turns" not in message
+    edited = tmp_path / "edited.yaml"  # the same protocol, edited: its name is given with the refusal
+    edited.write_text(proto.read_text().replace("fewshot: {n: 4, seed: 2}", "fewshot: {n: 4, seed: 3}"))
+    with pytest.raises(UserError, match="another version of protocol 'echo_proto'"):
+        topoeval.run_protocol(edited, ["oracle"], out, suites_dirs=[fixture_suites])

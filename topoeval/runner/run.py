@@ -8,6 +8,7 @@ the analysis and report layers for ``summary.json``, ``report.md``, the plots an
 from __future__ import annotations
 
 import asyncio
+import os
 import platform
 import re
 import time
@@ -39,6 +40,7 @@ from topoeval.runner.lock import RunLock, lock_run
 from topoeval.runner.matrix import matrix_record, train_topologies
 from topoeval.runner.merged import MergedRecords
 from topoeval.runner.plan_index import PlanIndex
+from topoeval.runner.prompts import PROMPTS_JSON, write_prompts
 from topoeval.runner.shards import Shard, write_plan_keys
 from topoeval.runner.store import (
     EPISODES,
@@ -180,7 +182,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
             cleanup.on_error("the new run folder", lambda: _remove_if_unused(run_dir))
         lock = lock_run(run_dir, "run", shard=f"shard-{shard.index}-of-{shard.count}" if shard else None)
         (cleanup.on_error if hold_lock else cleanup.add)("the run folder's lock", lock.release)
-        _check_run_json(run_dir / RUN_JSON, identity)
+        _check_run_json(run_dir / RUN_JSON, identity, protocol.name)
         plan = PlanIndex(names, [baseline_name(b) for b in protocol.baselines.shots],
                          {name: t.ids for name, t in catalogue.topologies.items()}, [t.name for t in topologies], k)
         store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES, plan=plan)
@@ -216,6 +218,8 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         if overlap:
             meta["trained_on"] = overlap
         write_json(run_dir / RUN_JSON, meta)
+        if not os.path.lexists(run_dir / PROMPTS_JSON):  # what each topology showed the model, for readers
+            write_prompts(run_dir, topologies)
         save_catalogue(run_dir, catalogue)
         order = [(m, baseline_name(b), t.name) for m in names for b in protocol.baselines.shots for t in topologies]
         write_plan_keys(run_dir, names, k, order, plan.keys())
@@ -398,15 +402,23 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
     return cache
 
 
-def _check_run_json(path: Path, identity: dict[str, Any]) -> dict | None:
-    """An existing run.json, checked to hold a run of the same identity (None if new): settings first
-    (a difference is named), then the protocol version and the task set."""
+def _check_run_json(path: Path, identity: dict[str, Any], protocol: str) -> dict | None:
+    """An existing run.json, checked to hold a run of the same identity (None if new): the protocol's name
+    first (a run of another protocol is refused naming both), then the settings (a difference is named),
+    then the protocol version and the task set."""
     if not path.exists():
         return None
     meta = read_json(path)
+    recorded = meta.get("protocol")
+    old = recorded.get("name") if isinstance(recorded, dict) else None
+    if old != protocol:
+        held = f"protocol {old!r}" if isinstance(old, str) else "no protocol this topoeval can read"
+        raise UserError(f"{path.parent}: holds a run of {held}, this run is of protocol {protocol!r}; "
+                        "use another out folder")
     check_identity(path.parent, meta.get("identity"), identity)
     if meta.get("protocol_sha256") != identity["protocol_sha256"]:
-        raise UserError(f"{path.parent}: holds a run of a different protocol version; use another out folder")
+        raise UserError(f"{path.parent}: holds a run of another version of protocol {protocol!r} (it was "
+                        "edited since); use another out folder")
     if meta.get("task_set_sha256") != identity["task_set_sha256"]:
         raise UserError(f"{path.parent}: holds a run over a different task set (tasks?); use another out folder")
     return meta
@@ -417,7 +429,7 @@ def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], 
     """Create run.json, or reopen it for a resumed run (checked by :func:`_check_run_json`: a model whose
     weights or inference changed is refused, since its finished episodes belong to the old ones)."""
     path = run_dir / RUN_JSON
-    meta = _check_run_json(path, identity)
+    meta = _check_run_json(path, identity, protocol.name)
     if meta is not None:
         meta["models"] = list(dict.fromkeys([*meta.get("models", []), *names]))
         meta["identity"]["models"] = {**meta["identity"].get("models", {}), **identity["models"]}
