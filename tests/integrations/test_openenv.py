@@ -187,3 +187,69 @@ def test_no_world_process_outlives_its_episode_or_session(tmp_path):
     finally:
         srv.should_exit = True
         thread.join(10)
+
+
+def _post(url: str, path: str, body: dict, headers: dict | None = None) -> tuple[int, dict]:
+    """(status, JSON body) of a POST straight to the server (http.client: no proxy in between)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", **(headers or {})})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("path,body,status,says", [
+    ("/reset", {"protocol": "/etc/passwd"}, 404, "protocol '/etc/passwd' is not served here"),
+    ("/reset", {"topology": "nowhere"}, 400, "has no topology 'nowhere'"),
+    ("/reset", {"seed": 0, "metric": "speed"}, 400, "unknown reward metric"),
+    ("/reset", {"index": -1}, 400, "reset argument index: Input should be greater than or equal to 0"),
+    ("/reset", {"index": "x"}, 400, "reset argument index: Input should be a valid integer"),
+    ("/reset", {"metric": {"success": "x"}}, 400, "reset argument metric: expected a score name"),
+    ("/reset", {"bogus": 1}, 400, "unknown reset argument(s) ['bogus']"),
+    ("/step", {"action": {"content": "x"}}, 409, "call reset() before step()"),
+], ids=["unserved protocol", "unknown topology", "unknown metric", "negative index", "index of the wrong type",
+        "metric of the wrong type", "unknown argument", "step without an episode"])
+def test_http_refusals_are_4xx_with_their_message(server, path, body, status, says):
+    """Issue 56: each was a bare 500 "Internal Server Error"."""
+    code, answer = _post(server, path, body)
+    assert code == status and says in answer["detail"] and "\n" not in answer["detail"]
+
+
+def test_a_good_http_reset_is_still_served(server):
+    code, answer = _post(server, "/reset", {"seed": 0, "topology": "wiki", "split": "test"})
+    assert code == 200 and answer["observation"]["task_id"]
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://127.0.0.1:1", "null"])
+def test_a_page_of_another_origin_can_neither_open_a_session_nor_reset(server, origin):
+    """Issue 56: the WebSocket accepted any Origin, so any page a browser opened could drive an environment.
+    A foreign Origin (another host, another port, a file:// page's "null") is refused at the handshake
+    and over HTTP."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    ws_url = server.replace("http://", "ws://") + "/ws"
+    with pytest.raises(InvalidStatus) as refused:
+        with connect(ws_url, additional_headers={"Origin": origin}, proxy=None, open_timeout=30):
+            pass
+    assert refused.value.response.status_code == 403
+    code, answer = _post(server, "/reset", {"seed": 0}, {"Origin": origin})
+    assert code == 403 and "cross-origin request refused" in answer["detail"]
+
+
+def test_the_servers_own_origin_and_programs_without_one_are_served(server):
+    from websockets.sync.client import connect
+
+    ws_url = server.replace("http://", "ws://") + "/ws"
+    for headers in ({"Origin": server}, {}):
+        with connect(ws_url, additional_headers=headers, proxy=None, open_timeout=30) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0, "topology": "wiki", "split": "test"}}))
+            answer = json.loads(ws.recv(timeout=30))
+            assert answer["type"] == "observation" and answer["data"]["observation"]["task_id"], answer
+    assert _post(server, "/reset", {"seed": 0}, {"Origin": server})[0] == 200

@@ -5,6 +5,16 @@ serves :class:`TopoevalEnvironment` through OpenEnv's ``create_app``: the WebSoc
 one environment per session (episodes run there); HTTP ``/reset`` and ``/step`` are OpenEnv's
 stateless one-shot routes; ``/schema``, ``/health`` and the task API are served too.
 
+- A refusal over HTTP is a 4xx with its one-line message (``{"detail": "..."}``): 400 for bad input
+  (an argument of the wrong type, an unknown topology or metric), 404 for a protocol this server does
+  not serve, 409 for a step with no episode running; over the WebSocket it is OpenEnv's error message.
+  A 500 is left to a fault of the server itself.
+- Browsers are kept out: a request (HTTP or WebSocket) that carries an ``Origin`` other than the server's
+  own (scheme aside, the ``Host`` it was reached at) is refused (403; a WebSocket handshake is closed
+  before it is accepted), so a page of another site or port, or a ``file://`` page (``Origin: null``),
+  cannot drive an environment. Clients that send no ``Origin`` (OpenEnv's, curl, any program) are
+  served.
+
 - ``reset(seed=i, topology=..., protocol=..., split=..., metric=..., max_turns=...)`` starts task
   ``i`` of the split (the task ``topoeval run`` draws at that position; ``index=`` is the same);
   unset arguments take the server's defaults. ``protocol`` must be one its operator named at start
@@ -32,8 +42,9 @@ from __future__ import annotations
 import functools
 import itertools
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
@@ -48,6 +59,41 @@ except ImportError:
         "topoeval.integrations.openenv needs the 'openenv' extra: pip install 'topoeval[openenv]'") from None
 
 ENV_NAME = "topoeval"
+
+
+class Refused(UserError):
+    """A request this server refuses: a one-line message and the HTTP status it is answered with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+class ResetArguments(BaseModel):
+    """A reset's arguments as a client sends them (JSON), checked before anything is loaded."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    seed: int | None = Field(default=None, ge=0, lt=2**63, description="Task index (OpenEnv's seed).")
+    index: int | None = Field(default=None, ge=0, lt=2**63, description="Task index (wins over seed).")
+    episode_id: str | None = Field(default=None, description="The episode's id (default <task id>#<index>).")
+    topology: str | None = Field(default=None, description="Topology name (default: the server's).")
+    protocol: str | None = Field(default=None, description="One of the protocols the server serves.")
+    split: str | None = Field(default=None, description="Split (default: the server's).")
+    metric: str | dict[str, float] | None = Field(default=None, description="a score name, or score name -> weight")
+    max_turns: int | None = Field(default=None, ge=1, description="Turn limit (default: the protocol's).")
+
+
+def _reset_arguments(**given: Any) -> ResetArguments:
+    try:
+        return ResetArguments.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else "arguments"
+        field = ResetArguments.model_fields.get(name)
+        # a union's or a mapping's error names one member; the field's description says what it takes
+        said = first["msg"] if len(first["loc"]) <= 1 or field is None else f"expected {field.description}"
+        raise Refused(f"reset argument {name}: {said} (got {first.get('input')!r:.80})") from None
 
 
 class ActionToolCall(BaseModel):
@@ -123,9 +169,9 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
             protocol = self.defaults["protocol"]
             topology = topology or self.defaults["topology"]
         elif protocol not in self.served:
-            raise UserError(f"protocol {protocol[:200]!r} is not served here; this server serves "
-                            f"{', '.join(repr(p) for p in self.served)} (its operator names them: "
-                            "topoeval serve-openenv PROTOCOL --allow-protocol OTHER ...)")
+            raise Refused(f"protocol {protocol[:200]!r} is not served here; this server serves "
+                          f"{', '.join(repr(p) for p in self.served)} (its operator names them: "
+                          "topoeval serve-openenv PROTOCOL --allow-protocol OTHER ...)", status=404)
         return load_topology_tasks(protocol, topology, split or self.defaults["split"], max_turns=max_turns,
                                    suites_dirs=self.suites_dirs)
 
@@ -134,27 +180,28 @@ class TopoevalEnvironment(Environment[TopoevalAction, TopoevalObservation, Topoe
               metric: str | dict[str, float] | None = None, max_turns: int | None = None,
               **kwargs: Any) -> TopoevalObservation:
         if kwargs:
-            raise UserError(f"unknown reset argument(s) {sorted(kwargs)} (known: seed, index, topology, protocol, "
-                            "split, metric, max_turns)")
-        tasks = self._topology(protocol, topology, split, max_turns)
-        i = index if index is not None else seed if seed is not None else next(self._next)
-        if i < 0:
-            raise UserError(f"a task index is >= 0, not {i}")
-        metric = metric if metric is not None else self.defaults["metric"]
+            raise Refused(f"unknown reset argument(s) {sorted(kwargs)} (known: seed, index, topology, protocol, "
+                          "split, metric, max_turns)")
+        args = _reset_arguments(seed=seed, index=index, episode_id=episode_id, topology=topology, protocol=protocol,
+                                split=split, metric=metric, max_turns=max_turns)
+        tasks = self._topology(args.protocol, args.topology, args.split, args.max_turns)
+        i = args.index if args.index is not None else args.seed if args.seed is not None else next(self._next)
+        metric = args.metric if args.metric is not None else self.defaults["metric"]
         task = tasks.task(i)
         tasks.reward(tasks.replay(task, [])["scores"], metric)  # an unknown metric fails at reset, not at the end
         self._tasks, self._metric = tasks, metric
         self.close()  # the session's previous episode, if it was left unfinished
         self._episode = tasks.episode(task)
-        self._state = TopoevalState(episode_id=episode_id or f"{task.id}#{i}", step_count=0, task_id=task.id,
+        self._state = TopoevalState(episode_id=args.episode_id or f"{task.id}#{i}", step_count=0, task_id=task.id,
                                     topology=tasks.name, split=tasks.split, index=i, status="running")
         return self._observation(list(self._episode.messages), tools=tasks.tools())
 
     def step(self, action: TopoevalAction, timeout_s: float | None = None, **kwargs: Any) -> TopoevalObservation:
-        if self._episode is None:
-            raise UserError("call reset() before step()")
+        if self._episode is None:  # always so over HTTP: /step is one-shot, on a fresh environment
+            raise Refused("call reset() before step() (over HTTP, /reset and /step are one-shot each: run an "
+                          "episode over the WebSocket /ws)", status=409)
         if self._episode.done:
-            raise UserError("the episode is over; call reset()")
+            raise Refused("the episode is over; call reset()", status=409)
         results = self._episode.step(action.assistant_message())
         return self._observation(results)
 
@@ -210,8 +257,58 @@ def make_app(protocol: str = "wiki_to_travel", topology: str | None = None, spli
         load_topology_tasks(other, None, split, suites_dirs=suites_dirs)
     factory = functools.partial(TopoevalEnvironment, protocol, topology, split, metric, tuple(suites_dirs),
                                 tuple(protocols))
-    return create_app(factory, TopoevalAction, TopoevalObservation, env_name=ENV_NAME,
-                      max_concurrent_envs=max_sessions, state_cls=TopoevalState)
+    app = create_app(factory, TopoevalAction, TopoevalObservation, env_name=ENV_NAME,
+                     max_concurrent_envs=max_sessions, state_cls=TopoevalState)
+    app.add_exception_handler(UserError, _refusal)
+    app.add_middleware(SameOriginOnly)
+    return app
+
+
+async def _refusal(request: Any, exc: Exception) -> Any:
+    """A refusal over HTTP: its status (400 unless it says another) and its message, not a bare 500."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"detail": str(exc)}, status_code=getattr(exc, "status", 400))
+
+
+def same_origin(origin: bytes | None, host: bytes | None) -> bool:
+    """Whether a request's ``Origin`` header is absent (not a browser) or names the host and port the request
+    was sent to (its ``Host`` header); ``null`` (a ``file://`` or sandboxed page) and anything else is not."""
+    if origin is None:
+        return True
+    if host is None:
+        return False
+    try:
+        parts = urlsplit(origin.decode("latin-1").strip())
+        port = parts.port or {"http": 80, "https": 443, "ws": 80, "wss": 443}.get(parts.scheme)
+        served = urlsplit("//" + host.decode("latin-1").strip())
+        served_port = served.port or port
+    except ValueError:  # a malformed header, a port out of range
+        return False
+    return bool(parts.hostname) and parts.hostname == served.hostname and port == served_port
+
+
+class SameOriginOnly:
+    """ASGI middleware: refuse HTTP requests and WebSocket handshakes from another origin (:func:`same_origin`)
+    with 403, before the app sees them."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            if not same_origin(headers.get(b"origin"), headers.get(b"host")):
+                if scope["type"] == "websocket":  # closed before it is accepted: the handshake gets 403
+                    await send({"type": "websocket.close", "code": 1008, "reason": "cross-origin request refused"})
+                    return
+                body = b'{"detail":"cross-origin request refused: its Origin is not this server"}'
+                await send({"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, **app_kwargs: Any) -> None:
