@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from pydantic import ValidationError
+
 from topoeval.core.errors import UserError
 from topoeval.core.policy import SamplingParams
 from topoeval.core.suite import Split, Task, canonical_json
@@ -170,17 +172,22 @@ async def policy_conversations(protocol: Protocol, topo: ResolvedTopology, tasks
     return out
 
 
-def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = ()) -> SftData:
+def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = (), *, protocol: Protocol) -> SftData:
     """The successful episodes of a run folder (any model, any baseline: demos are not part of an
-    episode's messages), each with the task regenerated from the run's protocol."""
+    episode's messages), each with the task regenerated from ``protocol``: the protocol the user named,
+    loaded from the user's file with the user's ``suites_dirs``. A folder whose run.json records another
+    protocol (its name, or its content with the run's overrides applied) is refused in one line: what a
+    folder's run.json names is never resolved, imported or run (:func:`check_run_protocol`)."""
     from topoeval.runner.store import EPISODES, RUN_JSON, iter_records
 
     run_dir = Path(run_dir)
     try:
         meta = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
-        protocol = Protocol.model_validate(meta["protocol"])
+        if not isinstance(meta, dict):
+            raise ValueError("run.json is not an object")
+        protocol = check_run_protocol(run_dir, meta, protocol)
         records = iter_records(run_dir / EPISODES)  # a damaged line (a torn tail) is skipped, with a warning
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError) as exc:
         raise UserError(f"--from-run {run_dir}: not a topoeval run folder ({type(exc).__name__}: {exc})") from None
     source = f"run:{run_dir.name}"
     counts = {"episodes": 0, "kept": 0, "failed": 0, "tools_change": 0}
@@ -210,6 +217,44 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = ()) -> Sf
         out.rows.append(row)
         out.tasks.append(task)
     return out
+
+
+def check_run_protocol(run_dir: Path, meta: dict[str, Any], protocol: Protocol) -> Protocol:
+    """``protocol`` as the run in ``run_dir`` ran it (the overrides run.json's ``config`` records: shots,
+    topologies, turns, tokens, temperature, top_p), when run.json's protocol is that one: the same name and
+    the same content (:func:`topoeval.protocol.loader.protocol_hash` of both). Else a one-line UserError naming
+    both. Only validates run.json's protocol as data; never resolves a suite of it."""
+    from topoeval.protocol.loader import protocol_hash
+
+    recorded = meta.get("protocol")
+    name = recorded.get("name") if isinstance(recorded, dict) else None
+    if name != protocol.name:
+        held = f"protocol {name!r}" if isinstance(name, str) else "no readable protocol"
+        raise UserError(f"--from-run {run_dir}: holds a run of {held}, not of protocol {protocol.name!r} "
+                        "(export it with its own protocol)")
+    try:
+        theirs = protocol_hash(Protocol.model_validate(recorded))
+    except ValidationError:
+        theirs = None
+    mine = _as_run(protocol, meta.get("config"))
+    if theirs is None or mine is None or protocol_hash(mine) != theirs:
+        raise UserError(f"--from-run {run_dir}: its run.json records protocol {name!r} with other content than "
+                        f"the protocol {protocol.name!r} given here (edited since, or another file of that name); "
+                        "export it with the protocol file it was run with")
+    return protocol
+
+
+def _as_run(protocol: Protocol, config: Any) -> Protocol | None:
+    """``protocol`` with the overrides a run's recorded config applied (None when they cannot be)."""
+    from topoeval.runner.config import RunConfig
+
+    given = config if isinstance(config, dict) else {}
+    keys = ("shots", "topologies", "max_turns", "max_tokens", "temperature", "top_p")
+    try:
+        return RunConfig(protocol=protocol, **{k: given[k] for k in keys if given.get(k) is not None}) \
+            .effective_protocol(protocol)
+    except (ValidationError, UserError):
+        return None
 
 
 def regenerate_task(topo: ResolvedTopology, protocol: Protocol, task_id: str) -> tuple[Task, str]:
@@ -254,7 +299,7 @@ def export_sft(protocol: Any, out: str | Path, *, split: str = "train", n: int |
         data.add(asyncio.run(policy_conversations(sel.protocol, sel.topology, sel.tasks, split, policy, model_options,
                                                   rationale)))
     for run_dir in from_runs:
-        data.add(run_conversations(run_dir, suites_dirs))
+        data.add(run_conversations(run_dir, suites_dirs, protocol=sel.protocol))
     if not data.rows:
         raise UserError(f"no successful episode to export (sources: {json.dumps(data.sources)})")
     out = Path(out)
