@@ -2,9 +2,11 @@
 
 import json
 import random
+import re
 
 import pytest
 
+from tests.runner.episode_records import episode, key_of
 from topoeval.core.errors import UserError
 from topoeval.runner.merged import KeyPositions, MergedRecords
 from topoeval.runner.store import StoreWarning
@@ -39,8 +41,7 @@ def test_the_records_follow_the_merge_rule_in_plan_order(tmp_path):
         for key in rng.sample(planned + [f"x|0-shot|wiki|u{i}|0" for i in range(5)], 40):
             for attempt in range(rng.choice([1, 1, 2])):  # some keys twice in one file: the latest line wins
                 status = "error" if rng.random() < 0.3 else "done"
-                lines.append({"key": key, "status": status, "scores": {"success": 1.0} if status == "done" else {},
-                              "wall_s": rng.random(), "attempt": 0 if status == "done" else attempt})
+                lines.append(episode(key, status, wall_s=rng.random(), attempt=0 if status == "done" else attempt))
         files.append(_write(tmp_path / f"episodes.shard-{f + 1}-of-3.jsonl", lines))
     merged = MergedRecords(files, KeyPositions(planned))
     want = _reference(files, planned)
@@ -52,30 +53,32 @@ def test_the_records_follow_the_merge_rule_in_plan_order(tmp_path):
 
 
 def test_records_are_read_back_from_the_file_not_held(tmp_path):
-    path = _write(tmp_path / "episodes.jsonl", [{"key": f"k{i}", "status": "done", "scores": {"success": 1.0}}
-                                                for i in range(3)])
+    path = _write(tmp_path / "episodes.jsonl", [episode(f"k{i}") for i in range(3)])
     merged = MergedRecords([path])
     path.write_bytes(path.read_bytes().replace(b'"success": 1.0', b'"success": 0.5'))  # same length, same offsets
     assert [r["scores"]["success"] for r in merged] == [0.5, 0.5, 0.5]
 
 
 def test_two_different_finished_results_name_the_key_and_both_files(tmp_path):
-    a = _write(tmp_path / "a.jsonl", [{"key": "k", "status": "done", "scores": {"success": 1.0}, "wall_s": 1}])
-    b = _write(tmp_path / "b.jsonl", [{"key": "k", "status": "done", "scores": {"success": 1.0}, "wall_s": 9}])
-    c = _write(tmp_path / "c.jsonl", [{"key": "k", "status": "done", "scores": {"success": 0.0}}])
+    a = _write(tmp_path / "a.jsonl", [episode("k", wall_s=1)])
+    b = _write(tmp_path / "b.jsonl", [episode("k", wall_s=9)])
+    c = _write(tmp_path / "c.jsonl", [episode("k", scores={"success": 0.0})])
     merged = MergedRecords([a, b])  # timing differs only: one episode
     assert merged.duplicates == 1 and [r["wall_s"] for r in merged] == [1]  # the first file's record kept
-    with pytest.raises(UserError, match=f"episode k has two different results \\({a} and {c}\\)"):
-        MergedRecords([a, b, c], KeyPositions(["k"]))
+    k = re.escape(key_of("k"))
+    with pytest.raises(UserError, match=f"episode {k} has two different results \\({a} and {c}\\)"):
+        MergedRecords([a, b, c], KeyPositions([key_of("k")]))
 
 
 def test_damaged_lines_are_skipped_with_a_warning_and_owns_filters(tmp_path):
     path = tmp_path / "episodes.jsonl"
-    path.write_bytes(b'{"key": "a", "status": "done"}\n{"key": "b", "sta\n{"key": "c", "status": "error"}\n')
+    a, b, c = key_of("a"), key_of("b"), key_of("c")
+    path.write_bytes(json.dumps(episode("a")).encode() + b'\n{"key": "' + b.encode() + b'", "sta\n'
+                     + json.dumps(episode("c", "error")).encode() + b"\n")
     with pytest.warns(StoreWarning, match="line 2"):
-        merged = MergedRecords([path], KeyPositions(["a", "b", "c"]), owns=lambda key: key != "a")
-    assert [r["key"] for r in merged] == ["c"] and merged.missing() == ["b"] and merged.errors() == 1
-    assert "c" in merged and "a" not in merged and "b" not in merged
+        merged = MergedRecords([path], KeyPositions([a, b, c]), owns=lambda key: key != a)
+    assert [r["key"] for r in merged] == [c] and merged.missing() == [b] and merged.errors() == 1
+    assert c in merged and a not in merged and b not in merged
 
 
 def test_at_most_open_files_are_open_while_reading_many_files(tmp_path, monkeypatch):
@@ -84,9 +87,9 @@ def test_at_most_open_files_are_open_while_reading_many_files(tmp_path, monkeypa
     from topoeval.runner import merged as merged_module
 
     monkeypatch.setattr(merged_module, "OPEN_FILES", 3)
-    planned = [f"k{i:02d}" for i in range(40)]
+    planned = [key_of(f"k{i:02d}") for i in range(40)]
     files = [_write(tmp_path / f"episodes.shard-{f + 1}-of-10.jsonl",
-                    [{"key": k, "status": "done"} for k in planned[f::10]]) for f in range(10)]
+                    [episode(k) for k in planned[f::10]]) for f in range(10)]
     merged = MergedRecords(files, KeyPositions(planned))  # plan order visits the ten files in turn
     before = len(os.listdir("/proc/self/fd"))
     seen = []
@@ -97,9 +100,9 @@ def test_at_most_open_files_are_open_while_reading_many_files(tmp_path, monkeypa
 
 
 def test_a_file_rewritten_after_it_was_indexed_is_an_error_not_a_wrong_record(tmp_path):
-    a, b = {"key": "k1", "status": "done"}, {"key": "k2", "status": "done"}
+    a, b = episode("k1"), episode("k2")
     path = _write(tmp_path / "episodes.jsonl", [a, b])
-    merged = MergedRecords([path], KeyPositions(["k1", "k2"]))
+    merged = MergedRecords([path], KeyPositions([a["key"], b["key"]]))
     _write(path, [b, a])  # same lengths, other order: each offset now starts the other key's line
     with pytest.raises(UserError, match="changed while it was read"):
         list(merged)

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 import topoeval
+from tests.runner.episode_records import episode, key_of
 from topoeval.api import merge_runs
 from topoeval.core.errors import UserError
 from topoeval.runner.shards import MissingEpisodes, Shard, merge_files, read_plan, shard_of
@@ -130,15 +131,15 @@ def test_a_conflicting_duplicate_names_the_key(runs, tmp_path, cli):
 
 
 def test_a_finished_record_replaces_an_errored_one(tmp_path):
-    ok = {"key": "k", "status": "done", "scores": {"success": 1.0}, "wall_s": 1.0}
-    err = {"key": "k", "status": "error", "scores": {}, "errors": ["policy: boom"]}
-    other = {"key": "k", "status": "done", "scores": {"success": 1.0}, "wall_s": 2.5}  # timing differs only
+    ok = episode("k", wall_s=1.0)
+    err = episode("k", "error", errors=["policy: boom"])
+    other = episode("k", wall_s=2.5)  # timing differs only
     files = []
     for i, rec in enumerate([err, ok, other]):
         files.append(tmp_path / f"episodes.shard-{i + 1}-of-3.jsonl")
         files[-1].write_text(json.dumps(rec) + "\n")
     records, duplicates = merge_files(files)
-    assert records["k"] == ok and duplicates == 2
+    assert records[key_of("k")] == ok and duplicates == 2
 
 
 def test_folders_of_different_runs_are_refused(runs, tmp_path, cli):

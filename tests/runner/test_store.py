@@ -10,6 +10,7 @@ import pytest
 
 import topoeval
 import topoeval.api
+from tests.runner.episode_records import episode, key_of
 from topoeval.runner.store import EPISODES, EpisodeStore, StoreWarning, finished_keys, read_episodes, read_records
 
 
@@ -68,6 +69,13 @@ def test_a_last_line_without_its_newline_is_not_glued_to_the_next_record(tmp_pat
     assert len(records) == 6 == len({r["key"] for r in records})
 
 
+def _load(proto, suites):
+    from topoeval.protocol.discovery import SuiteRegistry
+    from topoeval.protocol.loader import load_protocol
+
+    return load_protocol(proto, SuiteRegistry([suites]))
+
+
 def test_readers_never_rewrite_a_damaged_store(tmp_path, echo_protocol, fixture_suites):
     from topoeval.publish.tables import episode_rows
     from topoeval.training.sft_data import run_conversations
@@ -83,7 +91,8 @@ def test_readers_never_rewrite_a_damaged_store(tmp_path, echo_protocol, fixture_
         finished_keys(out)
         read_records(path)
         assert len(episode_rows(out)) == 5  # what publish reads
-        conversations = run_conversations(out, [fixture_suites])  # export --from-run: no crash on the torn line
+        # export --from-run: no crash on the torn line
+        conversations = run_conversations(out, [fixture_suites], protocol=_load(proto, fixture_suites))
         topoeval.api.compare_runs([out])
     assert conversations.sources[f"run:{out.name}"]["episodes"] == 5
     assert _snapshot(path) == before
@@ -104,27 +113,27 @@ def test_a_reader_cannot_lose_a_running_writers_episodes(tmp_path, echo_protocol
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StoreWarning)
             episode_rows(out)  # `topoeval publish` of the folder meanwhile
-            store.append({**first, "key": "written-after-the-reader"})
+            store.append(after := {**first, "sample": 7, "key": first["key"].rsplit("|", 1)[0] + "|7"})
     finally:
         store.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoreWarning)
-        assert "written-after-the-reader" in read_records(path)
+        assert after["key"] in read_records(path)
 
 
 def test_the_writer_repairs_damage_in_place_with_a_unique_scratch_file_and_fsync(tmp_path, monkeypatch):
     path = tmp_path / EPISODES
-    rec = {"key": "a", "status": "done"}
-    path.write_bytes(json.dumps(rec).encode() + b"\n" + b'{"key": "b", "stat\xc3\n' + json.dumps({**rec, "key": "c"}).encode())
+    path.write_bytes(json.dumps(episode("a")).encode() + b"\n" + b'{"key": "b", "stat\xc3\n'
+                     + json.dumps(episode("c")).encode())
     synced, replaced = [], []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
     monkeypatch.setattr(os, "replace", lambda a, b: (replaced.append((Path(a).name, Path(b).name)), real_replace(a, b)))
     with pytest.warns(StoreWarning, match=r"line 2 \(\d+ bytes"):
         store = EpisodeStore(tmp_path)
-    store.append({**rec, "key": "d"})
+    store.append(episode("d"))
     store.close()
-    assert [r["key"] for r in _lines(path)] == ["a", "c", "d"]
+    assert [r["key"] for r in _lines(path)] == [key_of(k) for k in "acd"]
     (src, dst), = replaced
     assert dst == EPISODES and src != f"{EPISODES}.tmp" and str(os.getpid()) in src  # not a fixed scratch name
     assert str(tmp_path) in synced and any(s.endswith(src) or s.endswith(EPISODES) for s in synced)  # folder and file
@@ -133,10 +142,10 @@ def test_the_writer_repairs_damage_in_place_with_a_unique_scratch_file_and_fsync
 
 def test_a_cut_tail_is_truncated_by_the_writer_only(tmp_path):
     path = tmp_path / EPISODES
-    good = json.dumps({"key": "a", "status": "done"}).encode() + b"\n"
+    good = json.dumps(episode("a")).encode() + b"\n"
     path.write_bytes(good + b'{"key": "b", "status": "do')
     with pytest.warns(StoreWarning, match="not complete JSON"):
-        assert list(read_records(path)) == ["a"]
+        assert list(read_records(path)) == [key_of("a")]
     assert path.read_bytes().endswith(b'"do')  # the reader left it
     with pytest.warns(StoreWarning):
         EpisodeStore(tmp_path).close()
@@ -149,14 +158,14 @@ def test_a_file_rewritten_behind_the_store_is_an_error_not_another_keys_record(t
     from topoeval.core.errors import UserError
     from topoeval.runner.store import PlannedRecords
 
-    a, b = ({"key": k, "status": "done"} for k in ("k1", "k2"))
+    a, b = (episode(k) for k in ("k1", "k2"))
     path = tmp_path / EPISODES
     path.write_text("".join(json.dumps(r) + "\n" for r in (a, b)))
     store = EpisodeStore(tmp_path)
     try:
         path.write_text("".join(json.dumps(r) + "\n" for r in (b, a)))
         with pytest.raises(UserError, match="changed while it was read"):
-            store.get("k1")
+            store.get(key_of("k1"))
         with pytest.raises(UserError, match="changed while it was read"):
             list(PlannedRecords(store))
     finally:
@@ -212,3 +221,73 @@ def test_the_store_keeps_offsets_and_reads_records_back_from_the_file(tmp_path, 
         assert store.get(key)["status"] == "DONE" and store.records[key]["status"] == "DONE"
     finally:
         store.close()
+
+
+def test_the_writer_refuses_a_symlinked_episode_file_in_one_line_and_leaves_its_target(tmp_path, echo_protocol,
+                                                                                      fixture_suites, cli):
+    out, proto = tmp_path / "run", echo_protocol(n=1)
+    _run(out, proto, fixture_suites)
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"not yours\n" + b'{"key": "torn')  # a torn tail the writer's repair would cut
+    (out / EPISODES).unlink()
+    (out / EPISODES).symlink_to(target)
+    proc = cli("run", str(proto), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {out / EPISODES}: is a symlink; topoeval writes only regular files inside a run folder "
+        "(remove it, or run into another folder)")
+    assert target.read_bytes() == b"not yours\n" + b'{"key": "torn'
+
+
+def test_foreign_records_never_stop_report_merge_or_resume_and_their_keys_run_again(tmp_path, echo_protocol,
+                                                                                    fixture_suites, cli):
+    out, proto = tmp_path / "run", echo_protocol(n=3)
+    _run(out, proto, fixture_suites)
+    path = out / EPISODES
+    first, second, *_ = _lines(path)
+    foreign = [{"key": first["key"]}, {**second, "scores": None}, {**second, "messages": "x"},
+               {**second, "key": "no-bars"}, {**second, "key": 7}]
+    with open(path, "a") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in foreign))
+    report = cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    said = report.stderr.strip().splitlines()
+    assert len(said) == 1 and "and 2 more" in said[0]
+    assert said[0].startswith(f"warning: {path}: skipped 5 line(s) that are not episode records: line 7 (55 bytes: "
+                              "not an episode record (episode_id: Field required)), line 8 (")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreWarning)
+        assert first["key"] not in finished_keys(out) and second["key"] not in finished_keys(out)
+        res = _run(out, proto, fixture_suites)  # the two keys whose latest line is foreign run again
+        assert res.new_episodes == 2 and res.reused_episodes == 4
+        assert topoeval.api.merge_runs([out]).cells
+    assert _lines(path)[6:11] == foreign  # the foreign lines stay in the file: nothing is lost
+
+
+def test_a_full_disk_ends_a_run_in_one_line_that_says_the_episodes_are_kept(tmp_path, echo_protocol,
+                                                                            fixture_suites, cli, monkeypatch):
+    import errno
+
+    from topoeval.runner import store as store_mod
+
+    out, proto = tmp_path / "run", echo_protocol(n=3)
+    _run(out, proto, fixture_suites)
+    path = out / EPISODES
+    kept = path.read_bytes().splitlines(keepends=True)[:-2]  # two episodes to run again
+    path.write_bytes(b"".join(kept))
+    real_write = os.write
+
+    def full(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(EPISODES):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(store_mod.os, "write", full)
+    proc = cli("run", str(proto), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (f"error: {out / EPISODES}: the disk is full (No space left on device); the episodes written "
+                    f"before it are kept ({len(kept)} in the file): free some space, then run the same command "
+                    "again to resume (finished episodes are not run again)")
+    monkeypatch.undo()
+    assert _run(out, proto, fixture_suites).new_episodes == 2

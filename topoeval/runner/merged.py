@@ -15,14 +15,15 @@ their timing, else a one-line UserError names the key and both files.
 
 from __future__ import annotations
 
-import warnings
+import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from topoeval.core.errors import UserError
-from topoeval.runner.store import NO_RECORD, Scan, StoreWarning, is_finished, record_at, slot_code, walk
+from topoeval.runner.episode_file import NO_RECORD, Scan, open_regular, record_at, slot_code, walk, warn_skipped
+from topoeval.runner.store import is_finished
 
 #: Fields of an episode record that measure time, not outcome: ignored when duplicates are compared.
 TIMING_FIELDS = ("wall_s", "policy_s")
@@ -101,14 +102,14 @@ class MergedRecords:
         found = Scan()
         slots = array("q", [NO_RECORD]) * len(self._slot)
         extra: dict[str, int] = {}
-        for _, offset, rec in walk(path, found):  # within a file the latest line of a key wins
-            pos = self.plan.position(rec["key"])
+        for _, offset, key, rec in walk(path, found):  # within a file the latest line of a key wins
+            code = NO_RECORD if rec is None else slot_code(offset, is_finished(rec))  # a foreign line: no record
+            pos = self.plan.position(key)
             if pos is None:
-                extra[rec["key"]] = slot_code(offset, is_finished(rec))
+                extra[key] = code
             else:
-                slots[pos] = slot_code(offset, is_finished(rec))
-        if found.damaged:
-            warnings.warn(found.report(path), StoreWarning, stacklevel=4)
+                slots[pos] = code
+        warn_skipped(found, path, stacklevel=5)
         for pos, code in enumerate(slots):
             if code == NO_RECORD:
                 continue
@@ -118,6 +119,8 @@ class MergedRecords:
                                          self.plan.key(pos))) is not None:
                 self._file[pos], self._slot[pos] = chosen
         for key, code in extra.items():
+            if code == NO_RECORD:
+                continue
             if key not in self._extra:
                 self._extra[key] = (i, code)
             elif (chosen := self._choose(self._extra[key], (i, code), readers, key)) is not None:
@@ -143,7 +146,7 @@ class MergedRecords:
         if file not in readers:
             if len(readers) >= OPEN_FILES:
                 readers.pop(next(iter(readers))).close()
-            readers[file] = open(self.files[file], "rb")  # noqa: SIM115 (closed by _close, in the method that made readers)
+            readers[file] = os.fdopen(open_regular(self.files[file]), "rb")  # closed by _close, by readers' maker
         return record_at(readers[file], code, self.files[file], key)
 
     # -- reading ---------------------------------------------------------------------------------------------

@@ -3,8 +3,15 @@
 Each episode is one JSON line written as soon as it ends, so a run killed at any moment keeps every
 finished episode. Reading tolerates any damage (a line cut short by a kill or a full disk, torn UTF-8,
 a last line without its newline): such a line is skipped with one warning line naming it, and its
-episode simply runs again. Readers never write; only the run that holds the folder
-(:mod:`topoeval.runner.lock`) repairs a damaged file when it opens it for appending.
+episode simply runs again. A line that is complete but not an episode record
+(:mod:`topoeval.runner.records`), or longer than :data:`MAX_LINE_BYTES`, is skipped the same way (and
+kept); the key it names runs again. Readers never write; only the run that holds the folder
+(:mod:`topoeval.runner.lock`) repairs a damaged file when it opens it for appending
+(:mod:`topoeval.runner.episode_file` reads, this module writes).
+
+The episode file is never followed through a symlink: the writer refuses one (and anything that is
+not a regular file) in one line, readers skip it with a warning. A full disk while an episode is
+written ends the run in one line (:class:`DiskFull`) that says the episodes are kept and how to resume.
 
 An episode that ended in ``error`` (the backend or the world failed, not the model) is not
 finished: the next run of the same command runs it again and appends the new record. The latest
@@ -13,118 +20,45 @@ line of a key is its record; earlier ones stay in the file as history.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
-import warnings
 from array import array
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import orjson
+from typing import IO, Any, BinaryIO
 
 from topoeval.core.errors import UserError
 from topoeval.core.files import atomic_file, write_json_atomic
+from topoeval.runner.episode_file import (
+    MAX_LINE_BYTES,
+    NO_RECORD,
+    Scan,
+    StoreWarning,
+    open_for_reading,
+    open_regular,
+    record_at,
+    refuse_irregular,
+    scan,
+    slot_code,
+    walk,
+    warn_skipped,
+)
 from topoeval.runner.plan_index import PlanIndex
 
 EPISODES = "episodes.jsonl"
 RUN_JSON = "run.json"
 #: the file shard i of n appends to (``--shard i/n``, see :mod:`topoeval.runner.shards`)
 SHARD_EPISODES = re.compile(r"^episodes\.shard-(\d+)-of-(\d+)\.jsonl$")
+#: what a full disk is (the write's errno): the run ends in one line that says how to resume
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+__all__ = ["MAX_LINE_BYTES", "NO_RECORD", "Scan", "StoreWarning", "record_at", "scan", "slot_code", "walk"]
 
 
-class StoreWarning(UserWarning):
-    """An episode file had damaged lines (a torn tail after a kill or a full disk): they were skipped."""
-
-
-@dataclass
-class Scan:
-    """What reading one episode file found."""
-
-    #: (line number, record) of every readable line, in file order
-    records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    #: (line number, byte offset, length in bytes, why) of every line that was skipped
-    damaged: list[tuple[int, int, int, str]] = field(default_factory=list)
-    #: byte offset just past the last readable line, and whether that line ends in a newline
-    good_end: int = 0
-    newline: bool = True
-
-    @property
-    def tail_only(self) -> bool:
-        """Whether every damaged line comes after the last readable one (a torn tail, the usual case)."""
-        return all(offset >= self.good_end for _, offset, _, _ in self.damaged)
-
-    def report(self, path: Path) -> str:
-        """One line saying what was skipped."""
-        parts = [f"line {n} ({size} bytes: {why})" for n, _, size, why in self.damaged[:3]]
-        more = f" and {len(self.damaged) - 3} more" if len(self.damaged) > 3 else ""
-        return f"{path}: skipped {len(self.damaged)} damaged line(s): {', '.join(parts)}{more}"
-
-
-def _parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """One line's record, or why it is skipped. orjson first (several times faster); what it refuses
-    (NaN, huge integers, deep nesting) goes to the standard library, which decides."""
-    try:
-        rec = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        try:
-            rec = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            return None, "not UTF-8 (torn)"
-        except (ValueError, RecursionError):
-            return None, "not complete JSON" if not raw.endswith(b"\n") else "not JSON"
-    if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
-        return None, "not an episode record"
-    return rec, None
-
-
-def walk(path: Path, out: Scan) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(line number, byte offset, record) of every readable line of ``path``, in file order; what was
-    skipped, and where the readable part ends, go into ``out`` as the walk goes."""
-    offset = 0
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            size = len(raw)
-            rec, why = _parse(raw)
-            if rec is not None:
-                out.good_end, out.newline = offset + size, raw.endswith(b"\n")
-                yield lineno, offset, rec
-            elif raw.strip():
-                out.damaged.append((lineno, offset, size, why or ""))
-            offset += size
-
-
-def scan(path: Path, warn: bool = True) -> Scan:
-    """Read an episode file line by line, whatever bytes it holds: a line that is not UTF-8, not JSON, not
-    a record with a key, or cut short is skipped (one :class:`StoreWarning` line names them). Never writes."""
-    out = Scan()
-    out.records = [(lineno, rec) for lineno, _, rec in walk(path, out)]
-    if out.damaged and warn:
-        warnings.warn(out.report(path), StoreWarning, stacklevel=3)
-    return out
-
-
-#: an index slot: no record for the key
-NO_RECORD = -1
-
-
-def slot_code(offset: int, finished: bool) -> int:
-    """An index slot for a line starting at ``offset``: the offset (finished), or -(offset + 2) (an error)."""
-    return offset if finished else -offset - 2
-
-
-def record_at(fh: BinaryIO, code: int, path: Path, key: str) -> dict[str, Any]:
-    """The record whose line starts where ``code`` (an index slot of :class:`EpisodeStore`) says; ``key``:
-    the key it was indexed under, checked (a line of another key means the file was rewritten since)."""
-    fh.seek(code if code >= 0 else -code - 2)
-    rec, why = _parse(fh.readline())
-    if rec is not None and rec["key"] != key:
-        rec, why = None, f"another key's line where {key}'s was"
-    if rec is None:
-        raise UserError(f"{path}: changed while it was read ({why}); is another process writing it?")
-    return rec
+class DiskFull(UserError):
+    """The disk filled while an episode was written: the episodes written before it are kept (one line)."""
 
 
 class EpisodeStore:
@@ -147,16 +81,20 @@ class EpisodeStore:
         self._reader: BinaryIO | None = None
         self._fd = -1
         run_dir.mkdir(parents=True, exist_ok=True)
+        refuse_irregular(self.path)  # a symlink is never followed: its target is outside the folder's care
         if self.path.exists():
             self._load()
         self._end = self.path.stat().st_size if self.path.exists() else 0
 
     def _load(self, warn: bool = True) -> None:
         found = Scan()
-        for _, offset, rec in walk(self.path, found):
-            self._set(rec["key"], offset, is_finished(rec))  # the latest line of a key wins
-        if found.damaged and warn:
-            warnings.warn(found.report(self.path), StoreWarning, stacklevel=3)
+        for _, offset, key, rec in walk(self.path, found):  # the latest line of a key wins
+            if rec is None:
+                self._unset(key)  # a foreign line: the key has no record (a resume runs it again)
+            else:
+                self._set(key, offset, is_finished(rec))
+        if warn:
+            warn_skipped(found, self.path, stacklevel=4)
         if found.damaged or not found.newline:
             if self._repair(found):  # rewritten: every offset moved
                 self._slots = array("q", [NO_RECORD]) * len(self._slots)
@@ -173,6 +111,14 @@ class EpisodeStore:
             self._count += self._slots[pos] == NO_RECORD
             self._slots[pos] = code
 
+    def _unset(self, key: str) -> None:
+        pos = self.plan.position(key) if self.plan is not None else None
+        if pos is None:
+            self._count -= self._extra.pop(key, NO_RECORD) != NO_RECORD
+        else:
+            self._count -= self._slots[pos] != NO_RECORD
+            self._slots[pos] = NO_RECORD
+
     def _code(self, key: str) -> int:
         pos = self.plan.position(key) if self.plan is not None else None
         return self._extra.get(key, NO_RECORD) if pos is None else self._slots[pos]
@@ -182,20 +128,33 @@ class EpisodeStore:
         rewrite the file without its damaged lines (a scratch file, fsync, an atomic replace). True when
         the file was rewritten."""
         if found.tail_only:
-            with open(self.path, "r+b") as fh:
-                fh.truncate(found.good_end)
+            fd = self._open_regular(os.O_RDWR)
+            try:
+                os.ftruncate(fd, found.good_end)
                 if not found.newline:
-                    fh.seek(found.good_end)
-                    fh.write(b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+                    os.pwrite(fd, b"\n", found.good_end)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             return False
-        bad = {n for n, _, _, _ in found.damaged}
-        with open(self.path, "rb") as src, atomic_file(self.path) as dst:
-            for lineno, raw in enumerate(src, 1):
-                if lineno not in bad:
-                    dst.write(raw if raw.endswith(b"\n") else raw + b"\n")
+        with open_for_reading(self.path) as src, atomic_file(self.path) as dst:
+            at, last = 0, b"\n"
+            for _, offset, size, _ in sorted(found.damaged, key=lambda d: d[1]):  # copy what lies between them
+                last = _copy(src, dst, at, offset - at) or last
+                at = offset + size
+            last = _copy(src, dst, at, None) or last
+            if not last.endswith(b"\n"):
+                dst.write(b"\n")
         return True
+
+    def _open_regular(self, flags: int) -> int:
+        """The episode file opened without following a symlink (one-line UserError for one)."""
+        try:
+            return open_regular(self.path, flags)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EINVAL):
+                refuse_irregular(self.path)
+            raise
 
     def __contains__(self, key: str) -> bool:
         return self._code(key) != NO_RECORD
@@ -226,8 +185,12 @@ class EpisodeStore:
         if code == NO_RECORD:
             return None
         if self._reader is None:
-            self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open for the store's reads; close() closes it)
+            self._reader = os.fdopen(self._open_regular(os.O_RDONLY), "rb")  # closed by close()
         return record_at(self._reader, code, self.path, key)
+
+    def reader(self) -> BinaryIO:
+        """A new reader of the episode file (opened without following a symlink); the caller closes it."""
+        return os.fdopen(self._open_regular(os.O_RDONLY), "rb")
 
     def entries(self) -> Iterator[tuple[str, int]]:
         """(key, where its latest record is) of every key with a record: planned ones in plan order, then
@@ -253,11 +216,16 @@ class EpisodeStore:
         JSON raises ValueError/TypeError before anything is written; a full disk raises OSError."""
         data = record_line(record)
         if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            self._fd = self._open_regular(os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         offset = self._end
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            if exc.errno in _FULL:
+                raise self._full(exc) from exc
+            raise
         self._end += len(data)
         self._set(record["key"], offset, is_finished(record))
 
@@ -271,8 +239,17 @@ class EpisodeStore:
         fd, self._fd = self._fd, -1
         try:
             os.fsync(fd)
+        except OSError as exc:
+            if exc.errno in _FULL:
+                raise self._full(exc) from exc
+            raise
         finally:
             os.close(fd)
+
+    def _full(self, exc: OSError) -> DiskFull:
+        return DiskFull(f"{self.path}: the disk is full ({exc.strerror or exc}); the episodes written before it "
+                        f"are kept ({len(self)} in the file): free some space, then run the same command again "
+                        "to resume (finished episodes are not run again)")
 
 
 class PlannedRecords:
@@ -291,7 +268,7 @@ class PlannedRecords:
         return ((key, code) for key, code in self._store.entries() if self._owns is None or self._owns(key))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        with open(self._store.path, "rb") as fh:
+        with self._store.reader() as fh:
             for key, code in self._entries():
                 yield record_at(fh, code, self._store.path, key)
 
@@ -344,10 +321,9 @@ def finished_in(path: Path) -> set[str]:
     skipped, one warning)."""
     latest: dict[str, bool] = {}
     found = Scan()
-    for _, _, rec in walk(path, found):
-        latest[rec["key"]] = is_finished(rec)
-    if found.damaged:
-        warnings.warn(found.report(path), StoreWarning, stacklevel=2)
+    for _, _, key, rec in walk(path, found):
+        latest[key] = rec is not None and is_finished(rec)  # a foreign latest line: not finished
+    warn_skipped(found, path)
     return {key for key, done in latest.items() if done}
 
 
@@ -356,7 +332,8 @@ def episode_files(run_dir: str | Path) -> list[Path]:
     run_dir = Path(run_dir)
     shards = sorted(((int(m.group(2)), int(m.group(1))), p) for p in run_dir.glob("episodes.shard-*-of-*.jsonl")
                     if (m := SHARD_EPISODES.match(p.name)))
-    return ([run_dir / EPISODES] if (run_dir / EPISODES).exists() else []) + [p for _, p in shards]
+    main = run_dir / EPISODES
+    return ([main] if main.exists() or main.is_symlink() else []) + [p for _, p in shards]
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
@@ -373,6 +350,22 @@ def read_episodes(run_dir: str | Path) -> list[dict[str, Any]]:
     """The latest record of each episode of a run folder (damaged lines skipped, one warning)."""
     path = Path(run_dir) / EPISODES
     return list(read_records(path).values()) if path.exists() else []
+
+
+def _copy(src: BinaryIO, dst: IO[bytes], offset: int, size: int | None) -> bytes:
+    """Copy ``size`` bytes (None: to the end) of ``src`` from ``offset`` into ``dst`` in bounded chunks;
+    returns the last chunk copied (b"" when none)."""
+    src.seek(offset)
+    last = b""
+    while size is None or size > 0:
+        chunk = src.read(1 << 20 if size is None else min(1 << 20, size))
+        if not chunk:
+            break
+        dst.write(chunk)
+        last = chunk
+        if size is not None:
+            size -= len(chunk)
+    return last
 
 
 def read_json(path: Path) -> dict[str, Any]:
