@@ -1,10 +1,11 @@
-"""Reading a run folder runs nothing (#56): ``report``, ``compare``, ``publish --dry-run``, ``merge`` and
-``export --from-run`` never start a server, run a fixture, import a module or resolve a suite from what a
-folder's run.json names.
+"""Reading a run folder runs nothing (#56): ``report``, ``compare``, ``publish --dry-run``, ``merge``,
+``export --from-run`` and ``user-agreement`` never start a server, run a fixture, import a module or
+resolve a suite from what a folder's run.json names.
 
 Each reader is given a real oracle run whose run.json was then crafted: its protocol names MCP topologies
 whose server command, fixture step or server module would each leave a marker file, and a suite folder
-(its ``config.suites_dirs``) whose Python module would leave one when imported. The reader ends (its
+(its ``config.suites_dirs``) whose Python module would leave one when imported; its ``config.protocol``
+names a protocol file in the folder that holds the same. The reader ends (its
 work done, or a one-line refusal) and no marker exists.
 """
 
@@ -62,7 +63,9 @@ def crafted(request, tmp_path, echo_protocol, fixture_suites, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "hostile"))  # the module a resolve would import is importable
     meta = json.loads((run / "run.json").read_text())
     meta["protocol"] = hostile
-    meta["config"] = {**meta["config"], "suites_dirs": [str(tmp_path / "hostile" / "suites")]}
+    (run / "protocol.yaml").write_text(json.dumps(hostile))  # and the protocol file its config names
+    meta["config"] = {**meta["config"], "suites_dirs": [str(tmp_path / "hostile" / "suites")],
+                      "protocol": str(run / "protocol.yaml")}
     (run / "run.json").write_text(json.dumps(meta))
     yield run, protocol, tmp_path / "markers"
     for name in [m for m in sys.modules if m == "marker_module" or m.startswith("topoeval_suite_evil")]:
@@ -138,3 +141,17 @@ def test_export_from_run_uses_the_named_protocol_and_refuses_the_crafted_one(cra
     assert _ran(markers) == []
     _ends_cleanly(proc, refusal="other content than the protocol 'echo_proto'")
     assert not (tmp_path / "sft" / "sft.parquet").exists()
+
+
+def test_user_agreement_loads_neither_the_protocol_nor_the_suites_a_run_json_names(crafted, fixture_suites):
+    """``user-agreement`` rebuilds worlds, from the protocol and suite folders its caller gives (default: the
+    shipped protocol of the recorded name), never from the files run.json's config names."""
+    from topoeval.analysis.user_agreement import user_agreement
+    from topoeval.core.errors import UserError
+
+    run, protocol, markers = crafted
+    with pytest.raises(UserError, match="its protocol 'echo_proto' is not a shipped one"):
+        user_agreement(run, "direct:user")
+    with pytest.raises(UserError, match="other content than the protocol 'echo_proto'"):
+        user_agreement(run, "direct:user", protocol=protocol, suites_dirs=[fixture_suites])
+    assert _ran(markers) == []

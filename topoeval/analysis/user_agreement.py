@@ -44,16 +44,39 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
     return list(folder_records(run_dir).values())
 
 
-def replay_questions(run_dir: Path, user_model: str, options: Any = None) -> dict[str, Any]:
-    """Both readings of every question in the run (see the module docstring)."""
+def replay_questions(run_dir: Path, user_model: str, options: Any = None, protocol: Any = None,
+                     suites_dirs: list | tuple = ()) -> dict[str, Any]:
+    """Both readings of every question in the run (see the module docstring).
+
+    The worlds are rebuilt from ``protocol`` (a Protocol, or a protocol file or shipped name) with the suites
+    of ``suites_dirs``, both the caller's; default: the shipped protocol of the name run.json records. A run
+    folder whose run.json records another protocol is refused: neither the protocol file nor the suite folders
+    run.json's config names are loaded (a folder may come from anyone)."""
+    from topoeval.protocol.discovery import shipped_protocols_dir
+    from topoeval.protocol.schema import Protocol
+    from topoeval.runner.recorded_protocol import check_run_protocol, recorded_protocol_name
+
     run_dir = Path(run_dir)
     meta_path = run_dir / "run.json"
     if not meta_path.exists():
         raise UserError(f"{run_dir}: no run.json here (give a run folder of `topoeval run`)")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    cfg = meta.get("config") or {}
-    registry = SuiteRegistry([Path(p) for p in cfg.get("suites_dirs") or []])
-    protocol = load_protocol(cfg.get("protocol") or meta["protocol"], registry)
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UserError(f"{meta_path}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{meta_path}: not a run.json (not a JSON object)")
+    registry = SuiteRegistry([Path(p) for p in suites_dirs])
+    if protocol is None:
+        name = recorded_protocol_name(meta)
+        shipped = shipped_protocols_dir() / f"{name}.yaml" if name and re.fullmatch(r"[A-Za-z0-9_-]+", name) else None
+        if shipped is None or not shipped.is_file():
+            raise UserError(f"{run_dir}: its protocol {name!r} is not a shipped one: give the protocol file it was "
+                            "run with")
+        protocol = shipped
+    if not isinstance(protocol, Protocol):
+        protocol = load_protocol(protocol, registry)
+    protocol = check_run_protocol(run_dir, meta, protocol)
     topologies = {spec.name: resolve(spec, registry) for spec in protocol.topologies()}
     llm = UserSettings(model=user_model)
     questions, skipped = [], 0
@@ -122,12 +145,14 @@ def agreement(questions: list[dict[str, Any]]) -> dict[str, Any]:
             "disagreements": [q for q in questions if q["reference"] != q["user_model"]][:50]}
 
 
-def user_agreement(run_dir: str | Path, user_model: str, options: Any = None) -> dict[str, Any]:
-    """Replay, compare, and write ``user_agreement.json`` into the run folder; returns its content."""
+def user_agreement(run_dir: str | Path, user_model: str, options: Any = None, protocol: Any = None,
+                   suites_dirs: list | tuple = ()) -> dict[str, Any]:
+    """Replay, compare, and write ``user_agreement.json`` into the run folder; returns its content.
+    ``protocol``, ``suites_dirs``: the caller's (:func:`replay_questions`)."""
     from topoeval.policies.user_model import close_user_models
 
     try:
-        replay = replay_questions(Path(run_dir), user_model, options)
+        replay = replay_questions(Path(run_dir), user_model, options, protocol, suites_dirs)
     except WorldError as exc:  # the user model could not answer (after its backend's retries)
         raise UserError(f"{exc} (check --user-model and --api-base)") from None
     finally:

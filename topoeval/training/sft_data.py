@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import ValidationError
-
 from topoeval.core.errors import UserError
 from topoeval.core.policy import SamplingParams
 from topoeval.core.suite import Split, Task, canonical_json
@@ -177,7 +175,9 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = (), *, pr
     episode's messages), each with the task regenerated from ``protocol``: the protocol the user named,
     loaded from the user's file with the user's ``suites_dirs``. A folder whose run.json records another
     protocol (its name, or its content with the run's overrides applied) is refused in one line: what a
-    folder's run.json names is never resolved, imported or run (:func:`check_run_protocol`)."""
+    folder's run.json names is never resolved, imported or run
+    (:func:`topoeval.runner.recorded_protocol.check_run_protocol`)."""
+    from topoeval.runner.recorded_protocol import check_run_protocol
     from topoeval.runner.store import EPISODES, RUN_JSON, iter_records
 
     run_dir = Path(run_dir)
@@ -185,7 +185,7 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = (), *, pr
         meta = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8"))
         if not isinstance(meta, dict):
             raise ValueError("run.json is not an object")
-        protocol = check_run_protocol(run_dir, meta, protocol)
+        protocol = check_run_protocol(run_dir, meta, protocol, label=f"--from-run {run_dir}")
         records = iter_records(run_dir / EPISODES)  # a damaged line (a torn tail) is skipped, with a warning
     except (OSError, ValueError) as exc:
         raise UserError(f"--from-run {run_dir}: not a topoeval run folder ({type(exc).__name__}: {exc})") from None
@@ -217,44 +217,6 @@ def run_conversations(run_dir: str | Path, suites_dirs: list | tuple = (), *, pr
         out.rows.append(row)
         out.tasks.append(task)
     return out
-
-
-def check_run_protocol(run_dir: Path, meta: dict[str, Any], protocol: Protocol) -> Protocol:
-    """``protocol`` as the run in ``run_dir`` ran it (the overrides run.json's ``config`` records: shots,
-    topologies, turns, tokens, temperature, top_p), when run.json's protocol is that one: the same name and
-    the same content (:func:`topoeval.protocol.loader.protocol_hash` of both). Else a one-line UserError naming
-    both. Only validates run.json's protocol as data; never resolves a suite of it."""
-    from topoeval.protocol.loader import protocol_hash
-
-    recorded = meta.get("protocol")
-    name = recorded.get("name") if isinstance(recorded, dict) else None
-    if name != protocol.name:
-        held = f"protocol {name!r}" if isinstance(name, str) else "no readable protocol"
-        raise UserError(f"--from-run {run_dir}: holds a run of {held}, not of protocol {protocol.name!r} "
-                        "(export it with its own protocol)")
-    try:
-        theirs = protocol_hash(Protocol.model_validate(recorded))
-    except ValidationError:
-        theirs = None
-    mine = _as_run(protocol, meta.get("config"))
-    if theirs is None or mine is None or protocol_hash(mine) != theirs:
-        raise UserError(f"--from-run {run_dir}: its run.json records protocol {name!r} with other content than "
-                        f"the protocol {protocol.name!r} given here (edited since, or another file of that name); "
-                        "export it with the protocol file it was run with")
-    return protocol
-
-
-def _as_run(protocol: Protocol, config: Any) -> Protocol | None:
-    """``protocol`` with the overrides a run's recorded config applied (None when they cannot be)."""
-    from topoeval.runner.config import RunConfig
-
-    given = config if isinstance(config, dict) else {}
-    keys = ("shots", "topologies", "max_turns", "max_tokens", "temperature", "top_p")
-    try:
-        return RunConfig(protocol=protocol, **{k: given[k] for k in keys if given.get(k) is not None}) \
-            .effective_protocol(protocol)
-    except (ValidationError, UserError):
-        return None
 
 
 def regenerate_task(topo: ResolvedTopology, protocol: Protocol, task_id: str) -> tuple[Task, str]:
