@@ -1,5 +1,6 @@
 """A run folder is owned while it is written: a second writer ends in one line naming the first."""
 
+import errno
 import os
 import signal
 import subprocess
@@ -148,3 +149,62 @@ def test_a_run_that_fails_before_writing_leaves_no_folder_and_no_lock(tmp_path, 
     with pytest.raises(UserError, match="the key was rejected"):
         topoeval.run_protocol(echo_protocol(n=1), [Rejected()], out, suites_dirs=[fixture_suites])
     assert not out.exists() and not lock_mod._HELD
+
+
+@pytest.mark.parametrize("param", ["access_token", "x-api-key", "password", "auth", "secret"])
+def test_the_recorded_command_hides_every_secret_query_parameter(monkeypatch, tmp_path, param):
+    monkeypatch.setattr(sys, "argv", ["topoeval", "run", "p", "-m", f"direct:http://host/v1?{param}=hunter22&x=1",
+                                      "--out", str(tmp_path / "run")])
+    with lock_mod.lock_run(tmp_path / "run", "run"):
+        recorded = (tmp_path / "run" / "run.lock").read_text()
+        mode = (tmp_path / "run" / "run.lock").stat().st_mode & 0o777
+    assert "hunter22" not in recorded and "x=1" in recorded
+    assert mode == 0o600  # the command line is its owner's to read
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_a_symlinked_run_lock_is_refused_and_its_target_kept(tmp_path, echo_protocol, fixture_suites, cli, command):
+    out, proto = tmp_path / "run", echo_protocol(n=1)
+    topoeval.run_protocol(proto, ["oracle"], out, suites_dirs=[fixture_suites])
+    target = tmp_path / "precious.txt"
+    target.write_text("not yours\n")
+    (out / "run.lock").unlink()
+    (out / "run.lock").symlink_to(target)
+    args = ["run", str(proto), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out)] \
+        if command == "run" else ["report", str(out)]
+    proc = cli(*args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: {out / 'run.lock'}: is a symlink or not a regular file; topoeval opens only regular files inside "
+        "a run folder (remove it, or use another folder)")
+    assert target.read_text() == "not yours\n"
+
+
+def test_a_symlinked_shard_lock_is_refused(tmp_path):
+    target = tmp_path / "precious.txt"
+    target.write_text("not yours\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.shard-1-of-2.lock").symlink_to(target)
+    with pytest.raises(UserError, match="is a symlink or not a regular file"):
+        lock_mod.lock_run(tmp_path / "run", "run", shard="shard-1-of-2")
+    assert target.read_text() == "not yours\n" and not lock_mod._HELD
+
+
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS])
+def test_a_file_system_that_cannot_lock_is_one_line_saying_to_run_on_a_local_disk(tmp_path, echo_protocol,
+                                                                                  fixture_suites, cli, monkeypatch,
+                                                                                  code):
+    import fcntl
+
+    def cannot(fd, op):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", cannot)
+    out = tmp_path / "run"
+    proc = cli("run", str(echo_protocol(n=1)), "-m", "oracle", "--suites-dir", str(fixture_suites), "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: {out}: the file system cannot lock this folder (flock: {os.strerror(code)}; ")
+    assert line.endswith("run into a folder on a local disk (e.g. --out /tmp/<name>), then copy it")
+    assert not lock_mod._HELD
+    lock_mod.check_idle(out, "publish")  # a reader is not stopped by it: no one can hold a lock there

@@ -17,11 +17,13 @@ process the lock is re-entrant (a run that merges its own shards upgrades its sh
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import re
 import socket
+import stat
 import sys
 import threading
 from dataclasses import dataclass
@@ -29,13 +31,35 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from topoeval.core.errors import UserError
+from topoeval.core.secrets import MASK, mask_secrets
 
 LOCK = "run.lock"
 _SHARD_LOCK = "run.{label}.lock"
+#: what ``flock`` fails with on a file system that cannot lock (NFS without lockd, some FUSE mounts)
+_CANNOT_LOCK = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
 
 
 class FolderBusy(UserError):
     """The run folder is being written by another process (the message names it)."""
+
+
+class CannotLock(UserError):
+    """The folder's file system does not support ``flock`` (NFS without lockd, some FUSE mounts)."""
+
+
+def _flock(fd: int, op: int, run_dir: Path) -> None:
+    """``flock(fd, op)``; a file system that cannot lock is one line (:class:`CannotLock`); BlockingIOError
+    (held by another process) passes through."""
+    try:
+        fcntl.flock(fd, op)
+    except BlockingIOError:
+        raise
+    except OSError as exc:
+        if exc.errno in _CANNOT_LOCK:
+            raise CannotLock(f"{run_dir}: the file system cannot lock this folder (flock: {exc.strerror or exc}; "
+                             "NFS without lockd or a FUSE mount?), so two runs could write it at once: run into "
+                             "a folder on a local disk (e.g. --out /tmp/<name>), then copy it") from None
+        raise
 
 
 @dataclass
@@ -66,7 +90,7 @@ class RunLock:
             if self._upgraded:  # back to the shared hold this process had before
                 held.exclusive = False
                 _clear(held.fd)
-                fcntl.flock(held.fd, fcntl.LOCK_SH)
+                fcntl.flock(held.fd, fcntl.LOCK_SH)  # the file system could lock it before: it can now
             held.count -= 1
             if held.count:
                 return
@@ -102,7 +126,7 @@ def lock_run(run_dir: str | Path, doing: str, shard: str | None = None) -> RunLo
             upgrade = shard is None and not held.exclusive
             if upgrade:
                 try:
-                    fcntl.flock(held.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    _flock(held.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, run_dir)
                 except BlockingIOError:
                     raise _busy(run_dir, None) from None
                 held.exclusive = True
@@ -111,19 +135,30 @@ def lock_run(run_dir: str | Path, doing: str, shard: str | None = None) -> RunLo
             return RunLock(key, upgraded=upgrade)
         fd = _open(run_dir / LOCK)
         try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shard else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            _flock(fd, (fcntl.LOCK_SH if shard else fcntl.LOCK_EX) | fcntl.LOCK_NB, run_dir)
         except BlockingIOError:
             os.close(fd)
             raise _busy(run_dir, None) from None
+        except BaseException:
+            os.close(fd)
+            raise
         own = None
         if shard:
-            own = _open(run_dir / _SHARD_LOCK.format(label=shard))
             try:
-                fcntl.flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                own = _open(run_dir / _SHARD_LOCK.format(label=shard))
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                _flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB, run_dir)
             except BlockingIOError:
                 os.close(own)
                 os.close(fd)
                 raise _busy(run_dir, run_dir / _SHARD_LOCK.format(label=shard)) from None
+            except BaseException:
+                os.close(own)
+                os.close(fd)
+                raise
             _write_owner(own, doing)
         else:
             _write_owner(fd, doing)
@@ -143,11 +178,34 @@ def check_idle(run_dir: str | Path, doing: str) -> None:
         raise FolderBusy(f"cannot {doing} it: {busy}")
 
 
-def _open(path: Path) -> int:
+def _open_nofollow(path: Path, flags: int) -> int:
+    """``path`` opened without following a symlink and checked to be a regular file (OSError ELOOP for a
+    symlink, EINVAL for anything else that is not a regular file)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open(path: Path) -> int:
+    """A lock file opened for writing its owner: never through a symlink (whose target it would empty),
+    readable by its owner only (mode 0600: it records the command line)."""
+    try:
+        fd = _open_nofollow(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EINVAL):
+            raise UserError(f"{path}: is a symlink or not a regular file; topoeval opens only regular files inside "
+                            "a run folder (remove it, or use another folder)") from None
         raise UserError(f"{path.parent}: cannot be written ({exc.strerror or exc})") from None
+    try:
+        os.fchmod(fd, 0o600)  # a lock file an older topoeval made 0644
+    except OSError:
+        pass
+    return fd
 
 
 def _write_owner(fd: int, doing: str) -> None:
@@ -170,22 +228,30 @@ def _clear(fd: int) -> None:
 
 def _owner(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace") or "null")
+        fd = _open_nofollow(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read(64 * 1024).decode("utf-8", errors="replace") or "null")
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _is_held(path: Path) -> bool:
-    """Whether some process holds ``path`` (a lock file) now."""
+    """Whether some process holds ``path`` (a lock file) now. A symlink is never followed (it is no lock of
+    topoeval's), and a file system that cannot lock holds nothing (no one could have locked it)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_nofollow(path, os.O_RDONLY)
     except OSError:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
+    except OSError:
+        return False
     finally:
         os.close(fd)
     return False
@@ -208,24 +274,23 @@ def _busy(run_dir: Path, own: Path | None) -> FolderBusy:
 
 
 _SECRET_FLAG = re.compile(r"^(--api-key|--token|--hf-token)(=.*)?$")
-_URL_CREDENTIALS = re.compile(r"://[^/@\s]+@")
-_QUERY_KEY = re.compile(r"([?&](?:api[-_]?key|key|token)=)[^&\s]+", re.IGNORECASE)
 
 
 def command_line() -> str:
-    """This process's command line as the lock records it: keys and URL credentials masked, at most 300
-    characters."""
+    """This process's command line as the lock records it: the values of key flags hidden, and every word
+    through the project's one masking function (:func:`topoeval.core.secrets.mask_secrets`: URL
+    credentials, secret query parameters); at most 300 characters."""
     words, hide = [], False
     for word in [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]]:
         if hide:
-            words.append("***")
+            words.append(MASK)
             hide = False
             continue
         m = _SECRET_FLAG.match(word)
         if m:
-            words.append(f"{m.group(1)}=***" if m.group(2) else word)
+            words.append(f"{m.group(1)}={MASK}" if m.group(2) else word)
             hide = not m.group(2)
             continue
-        words.append(_QUERY_KEY.sub(r"\1***", _URL_CREDENTIALS.sub("://***@", word)))
+        words.append(mask_secrets(word))
     text = " ".join(words)
     return text if len(text) <= 300 else text[:297] + "..."
