@@ -97,3 +97,29 @@ def test_a_sharded_matrix_run_merges_into_the_matrix_an_unsharded_run_writes(tmp
     whole = topoeval.run_protocol(str(path), models, tmp_path / "whole", **settings).summary["matrix"]
     assert merged["rows"][0]["train_topology"] == "travel" and merged["rows"][1]["train_topology"] is None
     assert merged == whole
+
+
+def test_a_protocol_file_an_adapters_record_names_is_never_loaded(matrix, tmp_path, monkeypatch):
+    """A record naming a protocol file (not a shipped name) gives no topology, and nothing that file names runs."""
+    import json
+    import shutil
+    import sys
+
+    from topoeval.models import adapters
+
+    marker = tmp_path / "ran"
+    hostile = tmp_path / "hostile.yaml"
+    server = {"command": [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]}
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(json.dumps({"name": "t", "tasks": [{"name": "t", "instruction": "Hi.", "answer": "hi"}]}))
+    mcp = {"suite": "mcp", "params": {"server": server, "tasks": str(tasks)}}
+    hostile.write_text(json.dumps({"name": "hostile", "train": {"name": "x", **mcp},
+                                   "test": [{"name": "x", "role": "id", **mcp}], "tasks": {"test": {"n": 1}}}))
+    record = json.loads((adapters.ADAPTERS_DIR / "smollm2-135m-wiki.json").read_text())
+    record.update(protocol=str(hostile), train_topology="x")
+    (tmp_path / "smollm2-135m-x.json").write_text(json.dumps(record))
+    shutil.copyfile(adapters.ADAPTERS_DIR / "smollm2-135m-wiki.gguf", tmp_path / "smollm2-135m-x.gguf")
+    monkeypatch.setenv(adapters.ENV, str(tmp_path))
+    got = train_topologies(matrix, ["smollm2-135m-x"], {})["smollm2-135m-x"]
+    assert not marker.exists()
+    assert got["topology"] is None and "its protocol is not a shipped one" in got["why"]

@@ -22,7 +22,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.formats import suite_format
 from topoeval.models.adapters import adapter_files, adapter_topology
-from topoeval.protocol.discovery import did_you_mean
+from topoeval.protocol.discovery import did_you_mean, looks_like_path
 from topoeval.protocol.schema import Protocol, TopologySpec
 from topoeval.protocol.topology import ResolvedTopology
 
@@ -77,10 +77,17 @@ def _from_record(model: str, specs: list[TopologySpec]) -> dict[str, Any]:
     by_name = {s.name: s for s in specs}
     if named in by_name:
         return {"topology": named, "source": source}
+    named_protocol = record.get("protocol")
+    if not isinstance(named_protocol, str) or looks_like_path(named_protocol):
+        # only a shipped protocol, by name: a protocol file an adapter's record names is never loaded (loading
+        # one imports its suites, and may run what its topologies name; an adapter may come from anyone)
+        return {"topology": None, "source": source,
+                "why": f"its train topology '{named}' is none of this matrix's, and its protocol is not a shipped "
+                       "one (give --trained-on MODEL=TOPOLOGY)"}
     try:  # the record's protocol declares the train topology: the matrix topology declared the same way
         from topoeval.protocol.loader import load_protocol
 
-        train = load_protocol(record["protocol"]).train_topology()
+        train = load_protocol(named_protocol).train_topology()
     except (UserError, KeyError, TypeError):
         train = None
     same = [s.name for s in specs if train is not None and _same_spec(s, train)]
