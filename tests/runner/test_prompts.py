@@ -84,3 +84,11 @@ def test_an_oversized_or_invalid_or_missing_prompts_json_reads_as_none(tmp_path)
 def test_a_fifo_named_prompts_json_reads_as_none_without_blocking(tmp_path):
     os.mkfifo(tmp_path / PROMPTS_JSON)
     assert read_prompts(tmp_path) is None
+
+
+def test_a_shards_folder_and_a_workers_run_each_have_prompts_json(tmp_path, echo_protocol, fixture_suites):
+    proto = echo_protocol(n=2)
+    topoeval.run_protocol(proto, ["oracle"], tmp_path / "shard", shard="2/2", suites_dirs=[fixture_suites])
+    assert set(read_prompts(tmp_path / "shard").topologies) == {"echo-a", "echo-b"}
+    topoeval.run_protocol(proto, ["oracle"], tmp_path / "workers", workers=2, suites_dirs=[fixture_suites])
+    assert read_prompts(tmp_path / "workers") == read_prompts(tmp_path / "shard")
