@@ -120,3 +120,50 @@ def test_an_index_read_in_two_goes_is_the_one_read_in_one(run_dir, tmp_path):
     part.extend()
     assert part.complete and (part.rows, part.where, part.cells, part.tasks) == (
         whole.rows, whole.where, whole.cells, whole.tasks)
+
+
+def test_foreign_lines_are_skipped_and_counted_and_the_rest_of_the_run_shows(tmp_path):
+    """A key without ``|``, an integer key, ``"scores": null``, ``"messages": "x"`` (laid out as the runner
+    writes a line, and otherwise), a non-object line: each is skipped and counted, never an error."""
+    from tests.view.crafted import record, write_run
+
+    good = [record(sample=n) for n in range(3)]
+    foreign = [json.dumps({"key": "no-bars"}), json.dumps({**record(sample=5), "key": 7}),
+               json.dumps(record(sample=6, scores=None)), json.dumps(record(sample=7, messages="x")),
+               json.dumps(dict(reversed(list(record(sample=8, messages="x").items())))),
+               json.dumps(record(sample=9, status=None)), "[1, 2]", "not json", json.dumps({"key": "a|b|c|d|e"})]
+    run = write_run(tmp_path / "run", good[:1], extra_lines=foreign + [json.dumps(r) for r in good[1:]])
+    index = EpisodeIndex.build(run)
+    assert index.skipped == len(foreign) and len(index) == 3
+    assert [r["sample"] for r in index.records(0, 3)] == [0, 1, 2]
+
+
+def test_a_record_that_passes_the_index_but_cannot_be_drawn_reads_back_as_why(tmp_path):
+    from tests.view.crafted import record, write_run
+
+    run = write_run(tmp_path / "run", [record(), record(sample=1, calls="x")])
+    index = EpisodeIndex.build(run)
+    assert len(index) == 2 and index.skipped == 0  # calls lie past what the index reads in place
+    ok, bad = index.records(0, 2)
+    assert ok["sample"] == 0 and list(bad) == ["unreadable"] and bad["unreadable"].startswith(
+        "not an episode record (calls")
+
+
+def test_symlinked_episode_files_and_folders_are_not_read(run_dir, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "run.json").write_text("{}")
+    (outside / "episodes.jsonl").write_bytes((run_dir / "episodes.jsonl").read_bytes())
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / "linked").symlink_to(outside, target_is_directory=True)  # a run folder outside the root
+    run = root / "run"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    (run / "episodes.jsonl").symlink_to(outside / "episodes.jsonl")
+    assert find_runs(root) == []
+    first_line = (run_dir / "episodes.jsonl").read_bytes().split(b"\n", 1)[0] + b"\n"
+    (run / "episodes.shard-1-of-2.jsonl").write_bytes(first_line)
+    assert find_runs(root) == [run]
+    index = EpisodeIndex.build(run)
+    assert [p.name for p in index.files] == ["episodes.shard-1-of-2.jsonl"] and len(index) == 1

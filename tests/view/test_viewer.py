@@ -1,20 +1,25 @@
 """`topoeval view` in a real browser: headless Chromium (Debian's package) loads the runs list, opens
-a run, an episode and two episodes side by side from the local server, switches filters by URL, and
-opens the static export from file://. Each view's screenshot is kept in $TOPOEVAL_VIEW_SHOTS, or
+a run, an episode and two episodes side by side from the local server (opened at the URL with its
+token, as `topoeval view` prints it), switches filters by URL, and opens the static export from
+file://. A page of another local origin cannot read a run; episode text holding markup is shown as
+text and never runs. Each view's screenshot is kept in $TOPOEVAL_VIEW_SHOTS, or
 tests/.artifacts/view/ (git-ignored) when that is unset."""
 
+import html
 import json
 import os
 import re
 import shutil
-import urllib.error
-import urllib.request
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 import topoeval
 from tests.report.test_html import CHROMIUM, FLAGS
+from tests.view.crafted import HOSTILE, get, record, write_run
 from topoeval.view.data import Catalogue
 from topoeval.view.server import Viewer
 
@@ -56,6 +61,11 @@ def episode(run, model, topology, task_index):
     raise LookupError((model, topology, task_index))
 
 
+def page(viewer, query=""):
+    """The viewer's URL as `topoeval view` prints it (with its token), plus a view's query."""
+    return viewer.url + ("&" + query if query else "")
+
+
 def browse(url, tmp_path, shot, height=1000):
     """The DOM after the page's script ran, and a screenshot of the view kept under SHOTS/shot."""
     base = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
@@ -79,34 +89,30 @@ def text(dom):
 
 def test_the_server_answers_only_its_own_paths(viewer, ref):
     rid, _ = ref
-    assert urllib.request.urlopen(viewer.url).read().startswith(b"<!doctype html>")
-    assert urllib.request.urlopen(viewer.url + f"files/{rid}/plot_dimensions.png").read()[:4] == b"\x89PNG"
-    for path in (f"files/{rid}/run.json", f"files/{rid}/..%2Frun.json", "data/r0000000000.js", "../etc/passwd",
-                 f"data/{rid}/999.js"):
-        try:
-            body = urllib.request.urlopen(viewer.url + path).read()
-            assert b'"records":[]' in body, path  # a chunk past the end is empty, nothing else is served
-        except urllib.error.HTTPError as exc:
-            assert exc.code == 404, path
+    assert get(viewer.url)[2].startswith(b"<!doctype html>")
+    assert get(viewer.base + f"files/{rid}/plot_dimensions.png", viewer.token)[2][:4] == b"\x89PNG"
+    for path in (f"files/{rid}/run.json", f"files/{rid}/..%2Frun.json", "data/r0000000000.json", "../etc/passwd",
+                 f"data/{rid}/999.json"):
+        status, _, body = get(viewer.base + path, viewer.token)
+        assert status == 404 or b'"records":[]' in body, path  # a chunk past the end is empty, nothing else
     assert viewer.url.startswith("http://127.0.0.1:")
 
 
-def script_payload(url):
-    """The payload of one of the page's data scripts, ``topoevalData(name, payload);``."""
-    body = urllib.request.urlopen(url).read().decode()
-    name, _, rest = body.partition(",")
-    assert name.startswith("topoevalData(") and rest.endswith(");\n"), body[:200]
-    return json.loads(name[len("topoevalData("):]), json.loads(rest[:-3])
+def payload(viewer, path):
+    """One of the page's data, fetched as the page does (JSON, with the token)."""
+    status, headers, body = get(viewer.base + path, viewer.token)
+    assert status == 200 and headers["Content-Type"].startswith("application/json"), (path, status)
+    return json.loads(body)
 
 
 def test_a_big_run_sends_its_first_page_then_the_whole(root, ref):
     rid, run = ref
     with Viewer(root, first=5) as small:
-        name, first = script_payload(small.url + f"data/{rid}.js")
-        assert name == rid and first["complete"] is False and len(first["episodes"]) == 5
+        first = payload(small, f"data/{rid}.json")
+        assert first["complete"] is False and len(first["episodes"]) == 5
         assert first["episodes"] == run["episodes"][:5] and first["cells"] == run["cells"][:len(first["cells"])]
-        name, whole = script_payload(small.url + f"data/{rid}/all.js")
-        assert name == f"{rid}/all" and whole["complete"] is True and whole["episodes"] == run["episodes"]
+        whole = payload(small, f"data/{rid}/all.json")
+        assert whole["complete"] is True and whole["episodes"] == run["episodes"]
         assert whole["cells"] == run["cells"] and whole["tasks"] == run["tasks"]
 
 
@@ -114,7 +120,7 @@ def test_a_big_run_sends_its_first_page_then_the_whole(root, ref):
 def test_a_big_run_opens_at_its_first_page_then_shows_the_whole(root, ref, tmp_path):
     rid, run = ref
     with Viewer(root, first=5) as small:
-        dom = browse(small.url + f"?run={rid}&outcome=failure", tmp_path, "2-run-first-page.png", height=1400)
+        dom = browse(page(small, f"run={rid}&outcome=failure"), tmp_path, "2-run-first-page.png", height=1400)
         assert "18 of 18 episodes" not in text(dom) and "reading the rest" not in dom
         shown = len(re.findall(r'<tr class="row" data-episode="\d+">', dom))
         failures = sum(1 for e in run["episodes"] if e[3] != 1 and e[4] != 1)
@@ -122,14 +128,14 @@ def test_a_big_run_opens_at_its_first_page_then_shows_the_whole(root, ref, tmp_p
         # an episode past the first page: the page waits for the whole run before it draws it
         n = episode(run, "oracle", "travel", 2)
         assert n >= 5
-        dom = browse(small.url + f"?run={rid}&ep={n}", tmp_path, "4-episode-past-first-page.png", height=1400)
+        dom = browse(page(small, f"run={rid}&ep={n}"), tmp_path, "4-episode-past-first-page.png", height=1400)
         assert re.search(r"<h2>oracle</h2>", dom)
         assert "Same task, other models: random oracle-reckless" in text(dom)  # both past the first 5
 
 
 @needs_chromium
 def test_the_runs_list(viewer, tmp_path):
-    dom = browse(viewer.url, tmp_path, "1-runs.png")
+    dom = browse(page(viewer), tmp_path, "1-runs.png")
     assert "2 run(s) under" in dom
     assert "wiki_to_travel/ref" in dom and "wiki_hops/oracle" in dom and "oracle, random, oracle-reckless" in dom
 
@@ -137,7 +143,7 @@ def test_the_runs_list(viewer, tmp_path):
 @needs_chromium
 def test_a_run_shows_its_headline_pictures_and_episodes(viewer, ref, tmp_path):
     rid, run = ref
-    dom = browse(viewer.url + f"?run={rid}", tmp_path, "2-run.png", height=1800)
+    dom = browse(page(viewer, f"run={rid}"), tmp_path, "2-run.png", height=1800)
     assert '<section id="headline">' in dom and "oracle-reckless" in dom
     assert f'src="files/{rid}/plot_dimensions.png"' in dom
     assert "18 of 18 episodes shown" in text(dom)
@@ -146,12 +152,12 @@ def test_a_run_shows_its_headline_pictures_and_episodes(viewer, ref, tmp_path):
 @needs_chromium
 def test_filters_come_from_the_url(viewer, ref, tmp_path):
     rid, run = ref
-    dom = browse(viewer.url + f"?run={rid}&outcome=success&dim=risk", tmp_path, "3-filtered.png", height=1400)
+    dom = browse(page(viewer, f"run={rid}&outcome=success&dim=risk"), tmp_path, "3-filtered.png", height=1400)
     rows = re.findall(r'<tr class="row" data-episode="(\d+)">.*?<td>([\w-]+)</td><td>0-shot</td><td>(\w+)</td>', dom)
     assert rows and {(model, topo) for _, model, topo in rows} == {("oracle-reckless", "travel")}
     assert f"{len(rows)} of 18 episodes shown" in text(dom)
     assert re.search(r'<option value="risk" selected="">risk &lt; 1</option>', dom)
-    errors = browse(viewer.url + f"?run={rid}&outcome=error", tmp_path, "3-errors.png")
+    errors = browse(page(viewer, f"run={rid}&outcome=error"), tmp_path, "3-errors.png")
     assert "0 of 18 episodes shown" in text(errors)
 
 
@@ -159,7 +165,7 @@ def test_filters_come_from_the_url(viewer, ref, tmp_path):
 def test_an_episode_is_a_conversation(viewer, ref, tmp_path):
     rid, run = ref
     n = episode(run, "oracle-reckless", "travel", 1)  # an under-specified task: the dates are the traveller's
-    dom = browse(viewer.url + f"?run={rid}&ep={n}", tmp_path, "4-episode.png", height=2400)
+    dom = browse(page(viewer, f"run={rid}&ep={n}"), tmp_path, "4-episode.png", height=2400)
     plain = text(dom)
     # the system prompt, the user's request, a tool call with its arguments and result
     assert "system prompt" in plain and "Please book me a flight from" in plain
@@ -206,7 +212,7 @@ def assistant_turns(rec):
 def test_two_models_side_by_side_turn_by_turn(root, viewer, ref, tmp_path):
     rid, run = ref
     a, b = episode(run, "oracle-reckless", "travel", 1), episode(run, "oracle", "travel", 1)
-    dom = browse(viewer.url + f"?run={rid}&ep={a}&vs={b}", tmp_path, "5-compare.png", height=2600)
+    dom = browse(page(viewer, f"run={rid}&ep={a}&vs={b}"), tmp_path, "5-compare.png", height=2600)
     columns = re.findall(r'<div class="col"><div class="episode-head"><div><h2>([\w-]+)</h2>', dom)
     assert columns == ["oracle-reckless", "oracle"]
     assert dom.count("unsafe commit</span>") == 1  # only the reckless one paid unconfirmed
@@ -251,6 +257,121 @@ def test_the_static_export_opens_from_disk(root, ref, tmp_path, cli):
     dom = browse((out / "index.html").as_uri() + f"?run={rid}&ep={n}", tmp_path, "6-export-episode.png")
     assert re.search(r'class="call irreversible unsafe"><div><span class="name">pay</span>', dom)
     assert (out / "index.json").is_file() and (out / f"files/{rid}/plot_dimensions.png").is_file()
+
+
+def dump(url, tmp_path):
+    """(the DOM after the page's script ran, its console lines), whatever the page logged."""
+    import subprocess
+
+    proc = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
+                           "--v=0", "--virtual-time-budget=5000", "--dump-dom", url],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return proc.stdout, [line for line in proc.stderr.splitlines() if "CONSOLE" in line]
+
+
+ATTACK = """<!doctype html><html><head><title>attacker</title></head><body><div id="out"></div><script>
+var out = document.getElementById("out"), V = "VIEWER", T = "TOKEN", paths = PATHS, left = 0;
+function note(s) { var p = document.createElement("p"); p.textContent = s; out.appendChild(p); }
+window.topoevalData = function (name, payload) {
+  document.title = "stolen"; note("stolen " + JSON.stringify(payload));
+};
+paths.forEach(function (p, i) {
+  var s = document.createElement("script"); s.src = V + p + "?token=" + T;
+  s.onload = function () { note("script " + i + " loaded"); };
+  s.onerror = function () { note("script " + i + " blocked"); };
+  document.head.appendChild(s);
+  var asks = [{ credentials: "include" }, { credentials: "include", headers: { "X-Topoeval-Token": T } }];
+  asks.forEach(function (opt, j) {
+    fetch(V + p + (j ? "" : "?token=" + T), opt).then(function (r) { return r.text(); }).then(
+      function (t) { note("fetch " + i + "." + j + " read " + t); },
+      function () { note("fetch " + i + "." + j + " blocked"); });
+  });
+});
+</script></body></html>"""
+
+
+@needs_chromium
+def test_a_page_of_another_local_origin_cannot_read_a_run(viewer, ref, tmp_path):
+    """A page served from another port of 127.0.0.1 (same site, another origin) that knows even the token
+    tries a <script> of each data path (JSON now, the scripts of old) and fetch() with the token in the
+    URL and in the header: it can write nothing of a run into its page."""
+    rid, _ = ref
+    site = tmp_path / "attacker"
+    site.mkdir()
+    paths = ["data/runs.json", "data/runs.js", f"data/{rid}.json", f"data/{rid}.js", f"data/{rid}/0.json"]
+    (site / "attack.html").write_text(ATTACK.replace("VIEWER", viewer.base).replace("TOKEN", viewer.token)
+                                      .replace("PATHS", json.dumps(paths)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        dom, _ = dump(f"http://127.0.0.1:{server.server_address[1]}/attack.html", tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    out = re.search(r'<div id="out">(.*?)</div>', dom, re.S).group(1)
+    notes = re.findall(r"<p>([^<]*)</p>", out)
+    assert "<title>attacker</title>" in dom and "stolen" not in out, out
+    assert "wiki_to_travel" not in out and "episodes" not in out
+    assert sorted(notes) == sorted([f"script {i} blocked" for i in range(len(paths))]
+                                   + [f"fetch {i}.{j} blocked" for i in range(len(paths)) for j in (0, 1)]), notes
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A run whose model name, task text, assistant reply, tool arguments, observation and recorded
+    system prompt hold markup, and the id of that run."""
+    root = tmp_path_factory.mktemp("hostile") / "results"
+    rec = record(model="m" + HOSTILE, task="t/test/0-" + HOSTILE, text=HOSTILE)
+    write_run(root / "hostile", [rec], prompts={"a": {"system_prompt": HOSTILE, "tools": [
+        {"type": "function", "function": {"name": HOSTILE, "description": HOSTILE, "parameters": {}}}]}})
+    (rid,) = Catalogue(root).runs
+    return root, rid
+
+
+def assert_inert(dom):
+    """Markup in episode text shown as text: the title unchanged, no element made of it."""
+    main = dom[dom.index('<main id="main">'):dom.index("</main>")]
+    assert "<title>topoeval view</title>" in dom and "pwned</title>" not in dom
+    assert "<img" not in main and "<script" not in main
+    assert "&lt;img src=x onerror=\"document.title='pwned'\"&gt;&lt;script&gt;" in main
+
+
+@needs_chromium
+def test_markup_in_an_episode_is_shown_as_text_and_never_runs(hostile, tmp_path, cli):
+    root, rid = hostile
+    with Viewer(root) as served:
+        run = browse(page(served, f"run={rid}"), tmp_path, "7-hostile-run.png")
+        assert_inert(run)
+        dom = browse(page(served, f"run={rid}&ep=0"), tmp_path, "7-hostile-episode.png", height=1400)
+    assert_inert(dom)
+    plain = text(dom)
+    assert plain.count("document.title='pwned'") >= 8  # model, task, request, reply, arguments, result, prompt, tool
+    assert "system prompt (" in plain and "tools (1)" in plain
+    out = tmp_path / "site"  # the export opens from file://, where no Content-Security-Policy guards the page
+    assert cli("view", str(root), "--export", str(out)).returncode == 0
+    assert_inert(browse((out / "index.html").as_uri() + f"?run={rid}&ep=0", tmp_path, "7-hostile-export.png"))
+
+
+@needs_chromium
+def test_a_run_without_recorded_prompts_says_so(tmp_path):
+    root = tmp_path / "results"
+    write_run(root / "old", [record()])
+    (rid,) = Catalogue(root).runs
+    with Viewer(root) as served:
+        dom = browse(page(served, f"run={rid}&ep=0"), tmp_path, "8-no-prompts.png")
+    assert "predates recorded prompts" in text(dom) and "system prompt (" not in dom
+
+
+@needs_chromium
+def test_the_export_loads_only_a_run_its_list_holds(root, tmp_path, cli):
+    out = tmp_path / "site"
+    assert cli("view", str(root), "--export", str(out)).returncode == 0
+    (tmp_path / "x.js").write_text("document.title = 'pwned'; topoevalData('../../x', {});\n")
+    (out / "data" / "r0123456789.js").write_text("document.title = 'pwned';\n")
+    for run in ("../../x", "../x", "r0123456789"):
+        dom, console = dump((out / "index.html").as_uri() + "?run=" + run, tmp_path)
+        assert "<title>topoeval view</title>" in dom and "pwned" not in dom, run
+        assert f"no run {json.dumps(run)} here" in html.unescape(text(dom)), run
 
 
 def test_view_refuses_a_folder_without_runs(cli, tmp_path):

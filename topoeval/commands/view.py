@@ -21,7 +21,8 @@ def view(
                                                      "instead of serving it.")] = None,
 ) -> None:
     """Serve a local viewer over every run under RESULTS_DIR: runs, pictures, episodes as conversations,
-    filters, two models side by side (Ctrl-C stops it); --export DIR writes it as static files."""
+    filters, two models side by side (Ctrl-C stops it); --export DIR writes it as static files. The
+    served viewer answers only its own page, which the printed URL's token opens."""
     from topoeval.view.index import find_runs
 
     if not results_dir.is_dir():
@@ -33,12 +34,17 @@ def view(
         from topoeval.view.export import export as write
 
         index = write(results_dir, export)
+        for run in index["runs"]:
+            if run["skipped"]:
+                typer.echo(f"warning: {run['path']}: skipped {run['skipped']} line(s) of its episode files that "
+                           "are not episode records", err=True)
         typer.echo(f"wrote {export}/index.html: {len(index['runs'])} run(s); open it in a browser, or host the folder")
         return
     from topoeval.view.server import Viewer
 
     with Viewer(results_dir, port) as viewer:
-        typer.echo(f"topoeval view: {viewer.url} (runs under {results_dir}); Ctrl-C stops it", err=True)
+        typer.echo(f"topoeval view: {viewer.url} (runs under {results_dir}; the URL's token is the key: the "
+                   "viewer answers no one without it); Ctrl-C stops it", err=True)
         if browser:
             webbrowser.open(viewer.url)
         try:

@@ -1,23 +1,36 @@
 /* topoeval view: the runs list, a run (headline, pictures, tables, episodes), an episode as a
    conversation, two episodes side by side. All state is in the query string (?run=&cell=&outcome=
-   &dim=&page=&ep=&vs=), so a URL opens any view. Data come as scripts (data/*.js calling
-   topoevalData), which a static export can load from file:// as the server can serve them. */
+   &dim=&page=&ep=&vs=), so a URL opens any view. Data come from the server as JSON, fetched with the
+   launch's token (data/*.json); a static export's page (body data-source="scripts") loads them as
+   scripts calling topoevalData (data/*.js), which work from file://, and only for a run id its runs
+   list holds. Episode text is always set as text (el()), never parsed as markup. */
 (function () {
   "use strict";
-  var PAGE = 100;
+  var PAGE = 100, RUN_ID = /^r[0-9a-f]{10}$/, NUMBER = /^[0-9]{1,9}$/;
+  var SCRIPTS = document.body.getAttribute("data-source") === "scripts";
   var waiting = {}, loaded = {};
+  var q = new URLSearchParams(location.search);
+  var token = q.get("token");
+  try {  // the launch's token: kept for this tab (the server also set it as a cookie), and out of the URL
+    if (token) { sessionStorage.setItem("topoeval-token", token); q.delete("token");
+      history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q : "")); }
+    else token = sessionStorage.getItem("topoeval-token");
+  } catch (e) { /* no storage (file://): the cookie carries it */ }
   window.topoevalData = function (name, payload) {
     var w = waiting[name]; delete waiting[name]; if (w) w(payload);
   };
-  function load(path, name) {  // one script per path, however often it is asked for
-    return loaded[path] || (loaded[path] = new Promise(function (resolve, reject) {
-      waiting[name] = resolve;
+  function load(path) {  // data/<path>.json fetched, or data/<path>.js as a script: once per path
+    return loaded[path] || (loaded[path] = SCRIPTS ? new Promise(function (resolve, reject) {
+      waiting[path] = resolve;
       var s = document.createElement("script");
-      s.src = path; s.onerror = function () { reject(new Error("could not load " + path)); };
+      s.src = "data/" + path + ".js"; s.onerror = function () { reject(new Error("could not load data/" + path + ".js")); };
       document.head.appendChild(s);
-    }));
+    }) : fetch("data/" + path + ".json", { credentials: "same-origin", headers: token ? { "X-Topoeval-Token": token } : {} })
+      .then(function (r) {
+        if (!r.ok) throw new Error("could not load data/" + path + ".json (" + r.status + (r.status === 403 ? ": open the URL topoeval view printed" : "") + ")");
+        return r.json();
+      }));
   }
-  var q = new URLSearchParams(location.search);
   var main = document.getElementById("main"), crumbs = document.getElementById("crumbs");
 
   function el(tag, cls, text) {
@@ -106,6 +119,7 @@
     main.innerHTML = "";
     var more = run.complete === false ? " (reading the rest of the run…)" : "";
     add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes" + more));
+    if (run.skipped) main.appendChild(el("p", "why", run.skipped + " line(s) of its episode files skipped: not episode records (torn, or written by something else)"));
     var head = el("section", "panel scroll"); head.innerHTML = run.headline || "<p class='muted'>No summary.json.</p>";
     main.appendChild(head);
     if (run.pictures.length) {
@@ -160,8 +174,8 @@
   /* ---------- an episode ---------- */
   function record(run, n) {
     var k = Math.floor(n / run.chunk);
-    return load("data/" + run.id + "/" + k + ".js", run.id + "/" + k).then(function (c) {
-      run.system_prompts = Object.assign(run.system_prompts || {}, c.system_prompts);
+    return load(run.id + "/" + k).then(function (c) {
+      run.prompts = Object.assign(run.prompts || {}, c.prompts);
       return c.records[n - k * run.chunk];
     });
   }
@@ -269,9 +283,19 @@
     };
   }
   function systemPrompt(run, rec) {
-    var sys = (run.system_prompts || {})[rec.topology];
-    if (!sys) return null;
-    return add(el("details", "msg system"), el("summary", null, "system prompt (" + sys.length + " characters)"), el("div", "text small", sys));
+    // what the run recorded (prompts.json); a run from before that says so, and nothing is rebuilt
+    if (run.prompts_recorded === false) return el("p", "muted small no-prompts", run.no_prompts);
+    var p = (run.prompts || {})[rec.topology];
+    if (!p) return null;
+    var box = el("div", "prompts"), tools = p.tools || [];
+    if (typeof p.system_prompt === "string") add(box, add(el("details", "msg system"), el("summary", null, "system prompt (" + p.system_prompt.length + " characters)"), el("div", "text small", p.system_prompt)));
+    var list = add(el("details", "msg system tools"), el("summary", null, "tools (" + tools.length + ")"));
+    tools.forEach(function (t) {
+      var f = (t && t["function"]) || t || {};
+      add(list, add(el("div", "tool"), el("span", "name", String(f.name)), el("div", "small", f.description === undefined ? "" : String(f.description)),
+          el("pre", null, pretty(f.parameters === undefined ? {} : f.parameters))));
+    });
+    return add(box, list);
   }
   function epilogue(rec) {
     var out = [];
@@ -313,7 +337,12 @@
     row("end", "end", recs.map(epilogue));
     return grid;
   }
+  function drawn(draw) {
+    // a record the index let through but the page cannot draw shows why, and the rest of the page stays
+    try { return draw(); } catch (e) { return el("p", "why", "this episode's record could not be drawn: " + e); }
+  }
   function episodeColumn(run, n, rec, others) {
+    if (rec && rec.unreadable) return add(el("div", "col"), el("p", "why", "episode " + n + ": its line is not an episode record (" + rec.unreadable + ")"));
     // others: the same task's episodes of other models, for one episode's view (drawn with its
     // conversation); left out in a comparison, whose two conversations are drawn turn by turn below
     var col = el("div", "col"), c = run.cells[run.episodes[n][0]], head = el("div", "episode-head");
@@ -327,7 +356,7 @@
       } else o.appendChild(el("span", "muted", "No other model ran this task in this cell's baseline."));
       col.appendChild(o);
     }
-    add(col, scoresPanel(run, rec), others === undefined ? null : conversation(run, rec));
+    add(col, scoresPanel(run, rec), others === undefined ? null : drawn(function () { return conversation(run, rec); }));
     return col;
   }
   function showEpisode(run, n, vs) {
@@ -342,7 +371,10 @@
       var grid = el("div", "compare");
       add(grid, episodeColumn(run, n, recs[0]), episodeColumn(run, vs, recs[1]));
       main.appendChild(add(el("p", "small"), link(state({ ep: n }), "close the comparison")));
-      add(main, grid, el("h2", null, "Turn by turn"), aligned(run, recs));
+      add(main, grid, el("h2", null, "Turn by turn"), drawn(function () {
+        if (recs[0].unreadable || recs[1].unreadable) throw new Error("one side is not an episode record");
+        return aligned(run, recs);
+      }));
       done();
     });
   }
@@ -352,12 +384,18 @@
   function whole(run) {
     // a big run's first payload holds its first episodes only (the server's, never an export's): the
     // page is drawn from it at once, then again from the whole run, which the server reads on from there
-    return run.complete === false ? load("data/" + run.id + "/all.js", run.id + "/all") : Promise.resolve(run);
+    return run.complete === false ? load(run.id + "/all") : Promise.resolve(run);
   }
-  var go = !rid ? load("data/runs.js", "runs").then(showRuns) : load("data/" + rid + ".js", rid).then(function (run) {
+  function known(runs) {
+    // a run is loaded only by an id of the runs list: ?run=../../x loads nothing
+    if (!RUN_ID.test(rid) || !runs.runs.some(function (r) { return r.id === rid; })) throw new Error("no run " + JSON.stringify(rid) + " here");
+    return load(rid);
+  }
+  var go = !rid ? load("runs").then(showRuns) : load("runs").then(known).then(function (run) {
     var ep = q.get("ep"), vs = q.get("vs");
+    ep = ep !== null && NUMBER.test(ep) ? +ep : null; vs = vs !== null && NUMBER.test(vs) ? +vs : null;
     if (ep !== null) return whole(run).then(function (run) {
-      if (+ep < run.episodes.length) return showEpisode(run, +ep, vs !== null && +vs < run.episodes.length ? +vs : null);
+      if (ep < run.episodes.length) return showEpisode(run, ep, vs !== null && vs < run.episodes.length ? vs : null);
       showRun(run);
     });
     showRun(run);

@@ -1,14 +1,24 @@
 """What the viewer's page reads, as JSON-ready dicts: the runs list, one run (its headline, tables,
-pictures, cells, system prompts and the compact episode index), and chunks of episode records.
+pictures, cells and the compact episode index), and chunks of episode records with the recorded
+system prompts and tool lists of their topologies.
 
-The same payloads are served by :mod:`topoeval.view.server` and written by
-:mod:`topoeval.view.export`, at the same relative paths (:func:`data_path`), so the page does not
-know which it reads.
+Everything comes from what the run folder recorded, read as files: run.json and summary.json are
+read as JSON, prompts.json by :func:`topoeval.runner.prompts.read_prompts`, episodes by
+:mod:`topoeval.view.index`. Nothing here resolves a protocol, loads a suite or runs a command, and
+no file is read through a symlink (:func:`read_regular`). A run folder written before prompts.json
+existed shows no system prompt, and the page says so.
+
+The server sends these payloads as JSON (:func:`as_json`, ``data/<...>.json``); the static export
+writes them as scripts (:func:`as_script`, ``data/<...>.js``) because a page opened from ``file://``
+cannot fetch. The relative paths are otherwise the same (:func:`data_path`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +27,7 @@ import orjson
 from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.report.html import md_tables_to_html, render_headline
 from topoeval.report.markdown import render_report_md
+from topoeval.runner.prompts import RecordedPrompts, read_prompts
 from topoeval.runner.store import RUN_JSON
 from topoeval.view.index import STATUSES, SUMMARY, EpisodeIndex, find_runs, run_id
 
@@ -26,30 +37,93 @@ CHUNK = 100
 FIRST = 2000
 #: pictures a run folder may hold, shown in this order (then any other PNG)
 PICTURES = ("matrix.png", "plot_ladder.png", "plot_fewshot.png", "plot_dimensions.png", "sweep.png")
+#: the names a picture may have (no folder: a picture lies in its run folder itself)
+PICTURE_NAME = re.compile(r"^[\w.-]+\.png$")
+#: run.json or summary.json larger than this is not read (they are kilobytes)
+MAX_JSON_BYTES = 64 * 1024 * 1024
+#: a PNG larger than this is not served or copied
+MAX_PICTURE_BYTES = 256 * 1024 * 1024
+#: shown for a run folder without prompts.json
+NO_PROMPTS = ("This run predates recorded prompts (prompts.json), so its system prompts and tool lists are "
+              "not shown.")
 
 
-def data_path(*parts: str) -> str:
-    """The relative URL of a payload: ``data/runs.js``, ``data/<run>.js``, ``data/<run>/<chunk>.js``
-    (and, from the server only, ``data/<run>/all.js``: the whole run after a first page)."""
-    return "data/" + "/".join(parts) + ".js"
+def data_path(*parts: str, ext: str = ".js") -> str:
+    """The relative URL of a payload: ``data/runs``, ``data/<run>``, ``data/<run>/<chunk>`` (and, from
+    the server only, ``data/<run>/all``: the whole run after a first page), with ``ext``: ``.js`` for
+    the export's scripts, ``.json`` for the server's JSON."""
+    return "data/" + "/".join(parts) + ext
+
+
+def _dumps(payload: Any) -> bytes:
+    """UTF-8 JSON, by orjson (fast on a run's index of 100,000 rows), or by json where orjson refuses
+    a value (an integer past 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def as_json(payload: Any) -> bytes:
+    """A payload as the server sends it: JSON (``application/json``), fetched by the page."""
+    return _dumps(payload)
 
 
 def as_script(name: str, payload: Any) -> bytes:
-    """A payload as the script the page loads (a script, not a fetch: a static export opens from file://),
-    UTF-8. Written by orjson (fast on a run's index of 100,000 rows), or by json where orjson refuses a
-    value (an integer past 64 bits, a lone surrogate)."""
+    """A payload as the export writes it: a script calling ``topoevalData(name, payload)`` (a page
+    opened from file:// cannot fetch), UTF-8, with ``</`` escaped."""
+    return b"topoevalData(" + json.dumps(name).encode() + b"," + _dumps(payload).replace(b"</", b"<\\/") + b");\n"
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, opened without following
+    a symlink (``O_NOFOLLOW``, then ``S_ISREG`` on the open file); None otherwise."""
     try:
-        text = orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        text = json.dumps(payload, separators=(",", ":")).encode()
-    return b"topoevalData(" + json.dumps(name).encode() + b"," + text.replace(b"</", b"<\\/") + b");\n"
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:  # absent, a symlink (ELOOP), unreadable
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return raw if len(raw) <= limit else None
 
 
 def _read(path: Path) -> dict[str, Any]:
+    raw = read_regular(path, MAX_JSON_BYTES)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads(raw) if raw is not None else {}
+    except (ValueError, RecursionError):
         return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _names(values: Any) -> list[str]:
+    """The strings of a list (a foreign run.json or summary.json may hold anything)."""
+    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def _cells(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    cells = summary.get("cells")
+    return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
+
+
+def _number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _rendered(render: Any, summary: dict[str, Any]) -> str:
+    """A summary rendered as HTML, or "" where a foreign summary.json does not render."""
+    try:
+        return str(render(summary)) if summary else ""
+    except Exception:  # a summary.json not written by topoeval: the run shows without its tables
+        return ""
 
 
 class Catalogue:
@@ -62,7 +136,7 @@ class Catalogue:
         self.first = first
         self.runs = {run_id(self.root, d): d for d in find_runs(self.root)}
         self._indexes: dict[str, EpisodeIndex] = {}
-        self._prompts: dict[str, dict[str, str | None]] = {}  # run -> topology -> its system prompt
+        self._prompts: dict[str, RecordedPrompts | None] = {}  # run -> its prompts.json (None: none)
 
     def index(self, rid: str, until: int | None = None) -> EpisodeIndex:
         """A run's index, read as far as its ``until``-th episode at least (None: whole)."""
@@ -73,26 +147,51 @@ class Catalogue:
             index.extend(until)
         return index
 
+    def _path(self, folder: Path) -> str:
+        return folder.relative_to(self.root).as_posix() if folder != self.root else "."
+
     def runs_payload(self) -> dict[str, Any]:
         rows = []
         for rid, folder in self.runs.items():
             run, summary = _read(folder / RUN_JSON), _read(folder / SUMMARY)
-            cells = summary.get("cells") or []
+            cells = [c for c in _cells(summary) if isinstance(c.get("model"), str)
+                     and isinstance(c.get("topology"), str)]
+            protocol, planned = run.get("protocol"), run.get("models")
             models = list(dict.fromkeys(c["model"] for c in cells)) or [
-                m if isinstance(m, str) else m.get("name", "?") for m in run.get("models") or []]
+                m if isinstance(m, str) else str(m.get("name", "?")) if isinstance(m, dict) else "?"
+                for m in (planned if isinstance(planned, list) else [])]
             rows.append({
-                "id": rid, "path": folder.relative_to(self.root).as_posix() if folder != self.root else ".",
-                "protocol": summary.get("protocol") or (run.get("protocol") or {}).get("name") or "?",
-                "models": models, "episodes": sum(c.get("n_episodes") or 0 for c in cells),
-                "errors": sum(c.get("n_errors") or 0 for c in cells), "started": run.get("started"),
+                "id": rid, "path": self._path(folder),
+                "protocol": str(summary.get("protocol") or (protocol.get("name") if isinstance(protocol, dict)
+                                                            else None) or "?"),
+                "models": models, "episodes": sum(_number(c.get("n_episodes")) for c in cells),
+                "errors": sum(_number(c.get("n_errors")) for c in cells),
+                "started": run.get("started") if isinstance(run.get("started"), str) else None,
                 "topologies": list(dict.fromkeys(c["topology"] for c in cells)),
             })
         return {"root": str(self.root), "runs": rows}
 
     def pictures(self, rid: str) -> list[str]:
-        folder = self.runs[rid]
-        names = sorted(p.name for p in folder.glob("*.png"))
+        """The PNGs a run folder holds as regular files (a symlink is never listed)."""
+        try:
+            with os.scandir(self.runs[rid]) as entries:
+                names = sorted(e.name for e in entries if PICTURE_NAME.match(e.name)
+                               and e.is_file(follow_symlinks=False))
+        except OSError:
+            return []
         return [n for n in PICTURES if n in names] + [n for n in names if n not in PICTURES]
+
+    def picture(self, rid: str, name: str) -> bytes | None:
+        """A picture's bytes: one the run folder lists, read as a regular file (no symlink followed)."""
+        if name not in self.pictures(rid):
+            return None
+        return read_regular(self.runs[rid] / name, MAX_PICTURE_BYTES)
+
+    def prompts(self, rid: str) -> RecordedPrompts | None:
+        """The run's prompts.json (read once), or None for a folder written before prompts were recorded."""
+        if rid not in self._prompts:
+            self._prompts[rid] = read_prompts(self.runs[rid])
+        return self._prompts[rid]
 
     def run_payload(self, rid: str, whole: bool = True) -> dict[str, Any]:
         """A run's page: headline, tables, pictures and its episode index — whole, or (``whole=False``
@@ -100,51 +199,28 @@ class Catalogue:
         folder = self.runs[rid]
         summary, run = _read(folder / SUMMARY), _read(folder / RUN_JSON)
         index = self.index(rid, None if whole else self.first)
-        cell_info = {(c["model"], c["baseline"], c["topology"]): c for c in summary.get("cells") or []}
+        cell_info = {(c.get("model"), c.get("baseline"), c.get("topology")): c for c in _cells(summary)}
         cells = [{"model": m, "baseline": b, "topology": t, "role": (cell_info.get((m, b, t)) or {}).get("role")}
                  for m, b, t in index.cells]
+        protocol = run.get("protocol")
         return {
-            "id": rid, "path": folder.relative_to(self.root).as_posix() if folder != self.root else ".",
-            "protocol": summary.get("protocol") or (run.get("protocol") or {}).get("name"),
-            "headline": render_headline(summary) if summary else "",
-            "tables": md_tables_to_html(render_report_md(summary)) if summary else "",
+            "id": rid, "path": self._path(folder),
+            "protocol": str(summary.get("protocol") or (protocol.get("name") if isinstance(protocol, dict)
+                                                        else None) or "") or None,
+            "headline": _rendered(render_headline, summary),
+            "tables": _rendered(lambda s: md_tables_to_html(render_report_md(s)), summary),
             "pictures": self.pictures(rid), "cells": cells, "tasks": index.tasks, "episodes": index.rows,
             "statuses": list(STATUSES), "dimensions": list(DIMENSIONS), "chunk": CHUNK,
-            "complete": index.complete,
+            "complete": index.complete, "skipped": index.skipped,
+            "prompts_recorded": self.prompts(rid) is not None, "no_prompts": NO_PROMPTS,
         }
 
     def chunk_payload(self, rid: str, k: int) -> dict[str, Any]:
-        """Episodes ``k * CHUNK`` on, and the system prompts of their topologies (rebuilding a prompt
-        loads its suite, so it is done when an episode is shown, not when the run opens)."""
+        """Episodes ``k * CHUNK`` on, and the recorded system prompt and tool list of each of their
+        topologies (from prompts.json; none for a run written before it)."""
         records = self.index(rid).records(k * CHUNK, (k + 1) * CHUNK)
-        topologies: list[str] = list(dict.fromkeys(t for r in records if isinstance(t := r.get("topology"), str)))
-        known = self._prompts.setdefault(rid, {})
-        missing = [t for t in topologies if t not in known]
-        if missing:
-            found = system_prompts(_read(self.runs[rid] / RUN_JSON), missing)
-            known.update({t: found.get(t) for t in missing})
-        return {"records": records, "system_prompts": {t: known[t] for t in topologies if known[t]}}
-
-
-def system_prompts(run: dict[str, Any], topologies: list[str]) -> dict[str, str]:
-    """topology -> the system prompt its episodes were run with, rebuilt from run.json's protocol (an
-    episode record leaves it out: it is the same for every episode of a topology). A topology whose
-    suite is not installed here gets none."""
-    out: dict[str, str] = {}
-    try:
-        from topoeval.protocol.discovery import SuiteRegistry
-        from topoeval.protocol.schema import Protocol
-        from topoeval.protocol.topology import resolve
-
-        protocol = Protocol.model_validate(run["protocol"])
-        registry = SuiteRegistry(())
-        specs = {t.name: t for t in protocol.topologies()}
-    except Exception:  # an old or foreign run.json: the page shows no system prompt
-        return out
-    for name in dict.fromkeys(topologies):
-        if name in specs:
-            try:
-                out[name] = resolve(specs[name], registry).system_prompt()
-            except Exception:  # e.g. a bridged suite whose extra is not installed
-                continue
-    return out
+        recorded = self.prompts(rid)
+        topologies = dict.fromkeys(t for r in records if isinstance(t := r.get("topology"), str))
+        prompts = {t: recorded.topologies[t].model_dump() for t in topologies
+                   if recorded is not None and t in recorded.topologies}
+        return {"records": records, "prompts": prompts}

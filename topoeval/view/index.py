@@ -8,6 +8,15 @@ episode key and status at the line's head (:data:`_HEAD`) and success and the di
 head of the scores object, the record's last key (:data:`_SCORES_HEAD`). A line that is not laid
 out as the runner writes it is parsed whole. The latest line of a key is its record, as in the run
 folder itself (:mod:`topoeval.runner.store`). One record is then read by seeking to its offset.
+
+A run folder may come from anyone. Run discovery never follows a symlinked folder, an episode file
+that is a symlink (or not a regular file) is not read, and a line that is no episode record is skipped
+and counted in :attr:`EpisodeIndex.skipped`: the rest of the run shows. A line parsed whole is checked
+by :func:`topoeval.runner.records.record_problem`, every reader's check (a key that is not
+``model|baseline|topology|task_id|sample`` of its fields, ``"scores": null``, ``"messages": "x"``, ...);
+a line read in place must hold such a key, a string status, a scores object and ``"messages": [`` where
+the runner writes them. A record read back is checked whole, and one that fails comes back as a stub
+saying why (:func:`unreadable`), which the page shows instead of the episode.
 """
 
 from __future__ import annotations
@@ -16,15 +25,18 @@ import gc
 import hashlib
 import json
 import mmap
+import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
 from topoeval.metrics.dimensions import DIMENSIONS
+from topoeval.runner.records import record_problem
 from topoeval.runner.store import RUN_JSON, episode_files
 
 SUMMARY = "summary.json"
@@ -37,6 +49,10 @@ _NUMBER = rb"(?:null|-?[0-9][0-9.eE+-]*)"
 #: (f1, ...), then the dimensions in DIMENSIONS' order (their text: group 2)
 _SCORES_HEAD = re.compile(rb'\{"success": (' + _NUMBER + rb')(?:, "\w+": ' + _NUMBER + rb')*?, ('
                           + rb", ".join(b'"%s": ' % d.encode() + _NUMBER for d in DIMENSIONS) + rb")[,}]")
+#: what follows the status in a line as the runner writes it, up to the messages list's start: scalar
+#: fields (final_answer, turns, ...), then ``"messages": [`` opening an object or closing at once
+_TO_MESSAGES = re.compile(rb'(?:, "\w+": (?:null|true|false|-?[0-9][0-9.eE+-]*|"[^"\\]*(?:\\.[^"\\]*)*"))*'
+                          rb', "messages": \[[{\]]')
 _DIM_VALUE = re.compile(rb'": (' + _NUMBER + rb")")
 _SUCCESS = {b"1.0": 1, b"0.0": 0, b"null": None, b"1": 1, b"0": 0}
 #: status codes in the compact index
@@ -44,11 +60,30 @@ STATUSES = ("done", "error")
 _STATUS_NO = {s.encode(): n for n, s in enumerate(STATUSES)}
 
 
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (not a symlink to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def run_files(run_dir: Path) -> list[Path]:
+    """A run folder's episode files that are regular files (one that is a symlink is never read)."""
+    return [p for p in episode_files(run_dir) if _regular(p)]
+
+
 def find_runs(root: Path) -> list[Path]:
-    """Every run folder at or under ``root`` (run.json or summary.json beside episode files), sorted."""
+    """Every run folder at or under ``root`` (run.json or summary.json beside episode files, all regular
+    files), sorted. A symlinked folder under ``root`` is not entered: a run is found where it lies."""
     root = Path(root)
-    found = {p.parent for name in (RUN_JSON, SUMMARY) for p in root.rglob(name)}
-    return sorted(d for d in found if episode_files(d))
+    found = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        dirs.sort()
+        here = Path(folder)
+        if any(n in names and _regular(here / n) for n in (RUN_JSON, SUMMARY)) and run_files(here):
+            found.append(here)
+    return sorted(found)
 
 
 def run_id(root: Path, run_dir: Path) -> str:
@@ -72,6 +107,8 @@ class EpisodeIndex:
     rows: list[list[Any]] = field(default_factory=list)
     #: where reading stands: (file number, byte offset of the next line); past the last file when complete
     at: tuple[int, int] = (0, 0)
+    #: lines skipped so far: torn, or not an episode record the page can draw (see the module docstring)
+    skipped: int = 0
     _cell_no: dict[tuple[str, str, str], int] = field(default_factory=dict, repr=False)
     _task_no: dict[str, int] = field(default_factory=dict, repr=False)
     _by_key: dict[str, int] = field(default_factory=dict, repr=False)
@@ -82,7 +119,7 @@ class EpisodeIndex:
     def build(cls, run_dir: Path, until: int | None = None) -> EpisodeIndex:
         """The index of a run folder's episodes: all of them, or only as far as the ``until``-th (then
         :meth:`extend` reads on from there)."""
-        index = cls(files=episode_files(run_dir))
+        index = cls(files=run_files(run_dir))
         index.extend(until)
         return index
 
@@ -106,13 +143,14 @@ class EpisodeIndex:
         cell_no, task_no, by_key, masks = self._cell_no, self._task_no, self._by_key, self._masks
         where, rows = self.where, self.rows
         head, scores_head, cut_len = _HEAD.match, _SCORES_HEAD.match, len(_SCORES)
+        to_messages = _TO_MESSAGES.match
         f, pos = self.at
         while f < len(self.files):
-            path = self.files[f]
-            if path.stat().st_size == 0:
+            mm = _mapped(self.files[f])
+            if mm is None:  # empty, or not a regular file: nothing to read
                 f, pos = f + 1, 0
                 continue
-            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            with mm:
                 size, find, rfind = len(mm), mm.find, mm.rfind
                 while pos < size:  # per line: one find, two matches in place, no copy of the line
                     if len(rows) >= until:
@@ -120,13 +158,17 @@ class EpisodeIndex:
                     start, nl = pos, find(b"\n", pos)
                     pos = size if nl < 0 else nl + 1
                     h = head(mm, start, pos)
+                    if h is not None and not to_messages(mm, h.end(), pos):
+                        h = None  # not the runner's layout up to its messages: parsed whole
                     cut = rfind(_SCORES, start, pos) if h is not None else -1
                     s = scores_head(mm, cut + cut_len, pos) if cut >= 0 else None
                     keys = _fast(h, s, masks) if h is not None and s is not None else None
                     if keys is None:
                         keys = _parsed(mm[start:pos])
                     if keys is None:
-                        continue  # a torn or foreign line: the run folder skips it too
+                        if mm[start:pos].strip():
+                            self.skipped += 1  # a torn or foreign line: the run folder skips it too
+                        continue
                     key, status, success, failing = keys
                     model, baseline, topology, task, sample = key.rsplit("|", 4)
                     row = [cell_no.setdefault((model, baseline, topology), len(cell_no)),
@@ -149,19 +191,70 @@ class EpisodeIndex:
         return len(self.rows)
 
     def records(self, start: int, stop: int) -> list[dict[str, Any]]:
-        """The records of episodes ``start`` to ``stop - 1`` (each read by seeking to its line)."""
+        """The records of episodes ``start`` to ``stop - 1`` (each read by seeking to its line); one that
+        no longer reads as an episode record comes back as :func:`unreadable`."""
         out = []
-        handles: dict[int, Any] = {}
+        handles: dict[int, IO[bytes] | None] = {}
         try:
             for n in range(max(0, start), min(stop, len(self.where))):
                 f, offset, length = self.where[n]
-                fh = handles.get(f) or handles.setdefault(f, open(self.files[f], "rb"))
+                if f not in handles:
+                    handles[f] = _open_regular(self.files[f])
+                fh = handles[f]
+                if fh is None:
+                    out.append(unreadable("its file is no longer a regular file"))
+                    continue
                 fh.seek(offset)
-                out.append(loads(fh.read(length)))
+                try:
+                    rec = loads(fh.read(length))
+                except (ValueError, RecursionError):
+                    rec = None
+                why = _problem(rec)
+                out.append(rec if why is None else unreadable(why))
         finally:
-            for fh in handles.values():
-                fh.close()
+            for handle in handles.values():
+                if handle is not None:
+                    handle.close()
         return out
+
+
+def unreadable(why: str) -> dict[str, Any]:
+    """What the page gets for an episode whose line does not read as a record: why, and nothing to draw."""
+    return {"unreadable": why}
+
+
+def _open_regular(path: Path) -> IO[bytes] | None:
+    """``path`` opened for reading if it is a regular file, without following a symlink (``O_NOFOLLOW``,
+    then ``S_ISREG`` on the open file); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+    except OSError:
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def _mapped(path: Path) -> mmap.mmap | None:
+    """A regular, non-empty file mapped into memory for reading (no symlink followed); None otherwise."""
+    fh = _open_regular(path)
+    if fh is None:
+        return None
+    with fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return None
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _problem(rec: Any) -> str | None:
+    """Why a parsed line is not an episode record (:func:`topoeval.runner.records.record_problem`, the
+    check every reader makes; None: it is one)."""
+    return record_problem(rec)
 
 
 #: (key, status, success, failing) of one line, as a row of the index holds them
@@ -178,6 +271,8 @@ def _fast(head: re.Match[bytes], scores: re.Match[bytes], masks: dict[bytes, int
     failing = masks.get(dims)
     try:
         key = raw.decode() if b"\\" not in raw else json.loads(b'"' + raw + b'"')
+        if key.count("|") < 4:
+            return None
         code: int | str | None = _STATUS_NO.get(status)
         if code is None:
             code = status.decode()
@@ -194,14 +289,18 @@ def _fast(head: re.Match[bytes], scores: re.Match[bytes], masks: dict[bytes, int
 
 def _parsed(line: bytes) -> Keys | None:
     """The same keys from a line parsed whole (one not laid out as the runner writes it); None for a
-    line that is no episode record."""
+    line that is no episode record the page can draw (:func:`_problem`)."""
     try:
         rec = loads(line)
-        scores = rec.get("scores") or {}
-        status = rec["status"]
+    except (ValueError, RecursionError):
+        return None
+    if _problem(rec) is not None:
+        return None
+    try:
+        scores, status = rec["scores"], rec["status"]
         return rec["key"], STATUSES.index(status) if status in STATUSES else status, _success(scores), \
             _failing(scores)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, TypeError):
         return None
 
 
@@ -216,13 +315,15 @@ def loads(text: bytes) -> Any:
 
 def _success(scores: dict[str, Any]) -> int | None:
     value = scores.get("success")
-    return None if value is None else int(value >= 1)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value >= 1)
 
 
 def _failing(scores: dict[str, Any]) -> int:
     mask = 0
     for i, dim in enumerate(DIMENSIONS):
         value = scores.get(dim)
-        if isinstance(value, (int, float)) and value < 1:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1:
             mask |= 1 << i
     return mask
