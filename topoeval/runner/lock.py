@@ -178,6 +178,21 @@ def check_idle(run_dir: str | Path, doing: str) -> None:
         raise FolderBusy(f"cannot {doing} it: {busy}")
 
 
+def discard_unused(run_dir: str | Path) -> None:
+    """Remove ``run_dir`` if it holds nothing but a lock file nobody holds (what a refused merge or run into a
+    new folder leaves); anything else is left as it is."""
+    run_dir = Path(run_dir)
+    try:
+        names = [p.name for p in run_dir.iterdir()]
+        if not set(names) <= {LOCK} or (names and _is_held(run_dir / LOCK)):
+            return
+        for name in names:
+            (run_dir / name).unlink()
+        run_dir.rmdir()
+    except OSError:
+        pass
+
+
 def _open_nofollow(path: Path, flags: int) -> int:
     """``path`` opened without following a symlink and checked to be a regular file (OSError ELOOP for a
     symlink, EINVAL for anything else that is not a regular file)."""

@@ -184,6 +184,11 @@ class MergedRecords:
         pos = self.plan.position(key)
         return key in self._extra if pos is None else self._file[pos] >= 0
 
+    @property
+    def left_out(self) -> int:
+        """Keys with a record that ``owns`` does not accept (not planned ones only: those are a shard's)."""
+        return 0 if self._owns is None else sum(1 for key in self._extra if not self._owns(key))
+
     def missing(self) -> list[str]:
         """Planned keys (that ``owns`` accepts) no file has a record for, in plan order."""
         return [key for pos, key in enumerate(self.plan.keys())

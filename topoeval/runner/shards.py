@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from topoeval.core.errors import UserError
 from topoeval.core.files import atomic_file
 from topoeval.runner.merged import KeyPositions, MergedRecords, outcome
+from topoeval.runner.prompts import RecordedPrompts, read_prompts
 from topoeval.runner.store import (
     RUN_JSON,
     SHARD_EPISODES,
@@ -134,6 +136,63 @@ def read_plan(run_dir: Path) -> Plan:
     return Plan.model_validate(read_json(path))
 
 
+class Unplanned(UserWarning):
+    """Records of episodes a run never planned were left out (a merge's or a publish's one line)."""
+
+
+class PlannedKeys:
+    """Which episode keys a run folder planned: plan.json's, and any key of a model that an earlier run into
+    the same folder named (run.json's ``models`` that plan.json lacks: each run rewrites plan.json with its
+    own models). A record of any other key (another model, or a planned model's key outside the plan) is
+    foreign to the run."""
+
+    def __init__(self, plan: Plan, metas: Iterable[dict[str, Any]]):
+        self.keys = set(plan.keys)
+        named = {m for meta in metas for m in (meta.get("models") or []) if isinstance(m, str)}
+        self.earlier = named - set(plan.models)
+        self._cells = {tuple(c) for c in plan.order}
+
+    def __call__(self, key: str) -> bool:
+        return key in self.keys or key.split("|", 1)[0] in self.earlier
+
+    def cell(self, model: str, baseline: str, topology: str) -> bool:
+        """Whether a summary cell is one the run planned (or one of an earlier run's models)."""
+        return (model, baseline, topology) in self._cells or model in self.earlier
+
+
+class PromptsDiffer(UserWarning):
+    """Folders of one run recorded different prompts for a topology: the first folder's were kept."""
+
+
+def warn_unplanned(count: int, where: str, doing: str) -> None:
+    """The one line saying how many records ``doing`` (merge, publish) left out, and why."""
+    if count:
+        warnings.warn(f"{where}: left {count} record(s) out of the {doing}: their keys are not in the run's plan "
+                      "(plan.json) nor of a model run.json names (records of another run, or edited by hand)",
+                      Unplanned, stacklevel=3)
+
+
+def merge_prompts(run_dirs: list[Path]) -> RecordedPrompts | None:
+    """The recorded prompts (prompts.json) of several folders of one run, topology by topology: the first
+    folder's of each topology is kept; folders that disagree on one are named in one warning. None when no
+    folder has them."""
+    merged: dict[str, Any] = {}
+    first_of: dict[str, Path] = {}
+    disagree: list[str] = []
+    for d in run_dirs:
+        prompts = read_prompts(d)
+        for name, topo in (prompts.topologies.items() if prompts is not None else ()):
+            if name not in merged:
+                merged[name], first_of[name] = topo, d
+            elif topo != merged[name]:
+                disagree.append(f"{name} ({d} against {first_of[name]})")
+    if disagree:
+        warnings.warn(f"the folders record different prompts for {len(disagree)} topology(ies): {disagree[0]}"
+                      + (f" and {len(disagree) - 1} more" if len(disagree) > 1 else "")
+                      + "; the first folder's are kept", PromptsDiffer, stacklevel=2)
+    return RecordedPrompts(topologies=merged) if merged else None
+
+
 def in_plan_order(records: dict[str, dict[str, Any]], keys: Iterable[str]) -> list[dict[str, Any]]:
     """Records of the planned keys in plan order, then any others in key order: one order however
     the episodes were split or finished, so summaries come out byte-identical."""
@@ -197,7 +256,8 @@ def combine(run_dirs: list[Path], prepare: Callable[[], None] | None = None) -> 
     if prepare is not None:
         prepare()
     files = [path for d in run_dirs for path in episode_files(d)]
-    records = MergedRecords(files, KeyPositions(plan.keys))
+    records = MergedRecords(files, KeyPositions(plan.keys), owns=PlannedKeys(plan, metas))
+    warn_unplanned(records.left_out, ", ".join(map(str, run_dirs)), "merge")
     counts = sorted({int(m.group(2)) for m in (SHARD_EPISODES.match(p.name) for p in files) if m})
     return Combined(run_dirs=run_dirs, meta=first, plan=plan, records=records, missing=records.missing(),
                     shard_counts=counts, duplicates=records.duplicates)
