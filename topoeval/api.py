@@ -30,7 +30,8 @@ from topoeval.models.adapters import ENV as ADAPTERS_ENV
 from topoeval.protocol.schema import Protocol
 from topoeval.report.files import write_run_reports
 from topoeval.runner.config import Executor, RunConfig
-from topoeval.runner.lock import lock_run
+from topoeval.runner.lock import check_idle, discard_unused, lock_run
+from topoeval.runner.prompts import PROMPTS_JSON, write_prompts
 from topoeval.runner.run import (
     BackendWarning,
     ContaminationWarning,
@@ -39,7 +40,14 @@ from topoeval.runner.run import (
     finish_run,
     loop_factory,
 )
-from topoeval.runner.shards import MissingEpisodes, append_missing, combine, write_episodes, write_plan
+from topoeval.runner.shards import (
+    MissingEpisodes,
+    append_missing,
+    combine,
+    merge_prompts,
+    write_episodes,
+    write_plan,
+)
 from topoeval.runner.store import EPISODES, RUN_JSON, EpisodeStore, finished_keys, write_json
 
 __all__ = ["RunResult", "SweepPoint", "run_sweep",
@@ -230,10 +238,18 @@ def merge_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) ->
     if out is None and len(dirs) > 1:
         raise UserError("merging several folders needs out (the folder to write the merged run into)")
     out_dir = Path(out) if out is not None else dirs[0]
-    if out is None and not dirs[0].is_dir():
-        raise UserError(f"{dirs[0]}: not a folder")
-    with lock_run(out_dir, "merge"):
-        return _merge(dirs, out_dir)
+    for d in dirs:  # every input checked before anything is read or created (a shard still running refuses)
+        if not d.is_dir():
+            raise UserError(f"{d}: not a folder")
+        check_idle(d, "merge")
+    created = not out_dir.exists()
+    try:
+        with lock_run(out_dir, "merge"):
+            return _merge(dirs, out_dir)
+    except BaseException:
+        if created:  # a refused merge leaves no folder holding only its lock file
+            discard_unused(out_dir)
+        raise
 
 
 def _merge(dirs: list[Path], out_dir: Path) -> RunResult:
@@ -254,6 +270,9 @@ def _merge(dirs: list[Path], out_dir: Path) -> RunResult:
         write_episodes(out_dir / EPISODES, combined.records)
     write_json(out_dir / RUN_JSON, meta)
     write_plan(out_dir, combined.plan)
+    prompts = merge_prompts(dirs)  # what each topology showed the model, for readers (the first folder's)
+    if prompts is not None and (not in_place or not os.path.lexists(out_dir / PROMPTS_JSON)):
+        write_prompts(out_dir, prompts)
     run = EpisodeRun(run_dir=out_dir, protocol=Protocol.model_validate(meta["protocol"]), records=combined.records,
                      order=[(a, b, c) for a, b, c in combined.plan.order], protocol_sha256=meta["protocol_sha256"],
                      task_set_sha256=meta["task_set_sha256"], meta=meta, reused_episodes=len(combined.records),
