@@ -168,7 +168,8 @@ def test_an_episode_is_a_conversation(viewer, ref, tmp_path):
     dom = browse(page(viewer, f"run={rid}&ep={n}"), tmp_path, "4-episode.png", height=2400)
     plain = text(dom)
     # the system prompt, the user's request, a tool call with its arguments and result
-    assert "system prompt" in plain and "Please book me a flight from" in plain
+    assert "system prompt (" in plain and "Please book me a flight from" in plain
+    assert re.search(r"tools \(\d+\)", plain) and "search_flights" in plain  # the recorded tool list
     assert re.search(r'<span class="name">search_flights</span>.*?"origin": "\w+"', dom, re.S)
     assert '<th>flight_id</th>' in dom  # search results as a table
     assert "2 calls in parallel" in plain
