@@ -9,7 +9,6 @@ import sys
 
 from tests.view.crafted import get, marker_protocol, record, write_run
 from topoeval.view.data import NO_PROMPTS, Catalogue
-from topoeval.view.export import export
 from topoeval.view.server import Viewer
 
 PROMPTS = {"a": {"system_prompt": "You keep notes.", "tools": [
@@ -17,7 +16,7 @@ PROMPTS = {"a": {"system_prompt": "You keep notes.", "tools": [
                                       "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}]}}
 
 
-def test_serving_and_exporting_a_crafted_run_json_runs_nothing(tmp_path):
+def test_serving_and_exporting_a_crafted_run_json_runs_nothing(tmp_path, cli):
     protocol, markers = marker_protocol(tmp_path)
     root = tmp_path / "results"
     write_run(root / "old", [record()], run_json={"protocol": protocol})  # no prompts.json: nothing rebuilt
@@ -30,7 +29,7 @@ def test_serving_and_exporting_a_crafted_run_json_runs_nothing(tmp_path):
                 status, _, body = get(viewer.base + path, viewer.token)
                 assert status == 200, path
         assert get(viewer.url)[0] == 200
-    export(root, tmp_path / "site")
+    assert cli("view", str(root), "--export", str(tmp_path / "site")).returncode == 0
     assert (tmp_path / "site" / "index.html").is_file()
     assert [m for m in markers if m.exists()] == []
 

@@ -96,3 +96,9 @@ def test_a_run_with_foreign_lines_exports_with_the_others(root, tmp_path, cli):
     body = (site / "data" / f"{runs['foreign']['id']}.js").read_text()
     payload = json.loads(body[body.index(",") + 1:-3])
     assert payload["skipped"] == 4 and [row[2] for row in payload["episodes"]] == [0, 1]
+
+
+def test_a_refused_export_is_one_line(root, cli):
+    proc = cli("view", str(root), "--export", str(root / "r"))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {root / 'r'}: inside {root}, the folder being exported; write the export elsewhere"]

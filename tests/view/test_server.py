@@ -40,7 +40,7 @@ def test_every_data_and_file_path_needs_the_token(served):
         assert get(viewer.base + path, "x" * 43)[0] == 403, path
         assert get(viewer.base + path, headers={"Cookie": f"{cookie_name(viewer.port)}=wrong"})[0] == 403, path
         assert get(viewer.base + path, viewer.token)[0] == 200, path
-        cookie = {"Cookie": f"other=1; {cookie_name(viewer.port)}={viewer.token}"}
+        cookie = {"Cookie": f'other="a b; c,d; {cookie_name(viewer.port)}={viewer.token}'}
         assert get(viewer.base + path, headers=cookie)[0] == 200, path
     for public in ("app.js", "style.css"):  # the page's code holds no data
         assert get(viewer.base + public)[0] == 200

@@ -30,7 +30,6 @@ import re
 import secrets
 import threading
 from http import HTTPStatus
-from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
@@ -113,13 +112,11 @@ def _handler(catalogue: Catalogue, token: str, port: int) -> type[BaseHTTPReques
             header = self.headers.get(TOKEN_HEADER)
             if header is not None and hmac.compare_digest(header.encode(), token.encode()):
                 return True, False
-            jar = SimpleCookie()
-            try:
-                jar.load(self.headers.get("Cookie") or "")
-            except Exception:  # a malformed Cookie header: no token in it
-                return False, False
-            morsel = jar.get(cookie)
-            return morsel is not None and hmac.compare_digest(morsel.value.encode(), token.encode()), False
+            # each name=value of every Cookie header (other apps on 127.0.0.1 may set cookies that a strict
+            # parser would stop at)
+            values = [v.strip() for h in self.headers.get_all("Cookie") or [] for v in h.split(";")]
+            mine = [v.partition("=")[2] for v in values if v.partition("=")[0] == cookie]
+            return any(hmac.compare_digest(v.encode(), token.encode()) for v in mine), False
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
