@@ -17,7 +17,9 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from topoeval.core.errors import UserError
 from topoeval.core.parquet import read_rows, write_rows
+from topoeval.core.safe_paths import path_under
 from topoeval.publish.card import render_card
+from topoeval.publish.check import check_runs
 from topoeval.publish.folder import check_out, write_folder
 from topoeval.publish.schema import EPISODE_COLUMNS, MATRIX_COLUMNS, MATRIX_DEFAULTS, RESULT_COLUMNS, conform, features
 from topoeval.publish.tables import (
@@ -68,7 +70,7 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
             path = episodes_path(row["protocol"], row["model"], row["baseline"], row["task_set_sha256"], samples)
             groups.setdefault(path, []).append(row)
         for rel, ep_rows in sorted(groups.items()):
-            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), out / rel,
+            write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), path_under(out, rel),
                        episode_features)
             written.append(rel)
     (out / "README.md").write_text(render_card(rows, repo_id, episodes, matrix), encoding="utf-8")
@@ -140,6 +142,7 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
         raise UserError(f"repo takes ORG/NAME, not '{repo_id}'")
     if dry_run is not None:
         check_out(Path(dry_run), run_dirs)  # before any request: a refused folder costs nothing
+    check_runs(run_dirs)  # every folder idle, readable and valid before the repo is created or changed
     api = HfApi(endpoint=endpoint)
     with tempfile.TemporaryDirectory(prefix="topoeval-publish-") as tmp:
         work = Path(tmp)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from topoeval.core.errors import UserError
+from topoeval.core.safe_paths import safe_component
 from topoeval.core.secrets import mask_secrets
 from topoeval.core.version import __version__
 from topoeval.publish.schema import SCORE_COLUMNS
 from topoeval.runner.lock import check_idle
+from topoeval.runner.shards import PLAN, PlannedKeys, Unplanned, read_plan, warn_unplanned
 from topoeval.runner.store import RUN_JSON, read_episodes, read_json
 
 #: A results row is replaced by a newer publish of the same key. ``samples`` is in every key: k samples per task
@@ -29,9 +34,23 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     run_dir = Path(run_dir)
     check_idle(run_dir, "publish")
     try:
-        return read_json(run_dir / RUN_JSON), read_json(run_dir / "summary.json")
+        meta, summary = read_json(run_dir / RUN_JSON), read_json(run_dir / "summary.json")
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{run_dir}: not a finished run folder ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(summary, dict) or not isinstance(summary.get("cells"), list):
+        raise UserError(f"{run_dir}: not a finished run folder (run.json or summary.json is not what topoeval writes)")
+    return meta, summary
+
+
+def planned_keys(run_dir: str | Path, meta: dict[str, Any]) -> PlannedKeys | None:
+    """Which keys the run planned (:class:`~topoeval.runner.shards.PlannedKeys`); None for a folder written
+    before plan.json existed (then nothing is left out)."""
+    if not (Path(run_dir) / PLAN).exists():
+        return None
+    try:
+        return PlannedKeys(read_plan(Path(run_dir)), [meta])
+    except ValidationError:
+        raise UserError(f"{run_dir}: its {PLAN} is not one topoeval wrote; nothing was published") from None
 
 
 def run_samples(meta: dict[str, Any]) -> int:
@@ -54,14 +73,22 @@ def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
     return " ".join(parts)
 
 
-def result_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+def result_rows(run_dir: str | Path, warn: bool = True) -> list[dict[str, Any]]:
     """One row per model × baseline × topology × metric of a run. Every cell has a ``success`` row,
     also one whose episodes all ended in error (its mean then null); ``n_errors`` and ``incomplete``
-    repeat the cell's count of episodes left out."""
+    repeat the cell's count of episodes left out. Cells the run never planned are left out (one
+    :class:`~topoeval.runner.shards.Unplanned` line unless ``warn`` is false)."""
     meta, summary = load_run(run_dir)
     date = meta.get("ended") or meta.get("started")
+    planned = planned_keys(run_dir, meta)
+    cells = [c for c in summary["cells"]
+             if planned is None or planned.cell(c.get("model"), c.get("baseline"), c.get("topology"))]
+    if warn and len(cells) < len(summary["cells"]):
+        warnings.warn(f"{run_dir}: left {len(summary['cells']) - len(cells)} summary cell(s) out of the publish: "
+                      "their model, baseline and topology are not in the run's plan (plan.json)", Unplanned,
+                      stacklevel=2)
     rows = []
-    for cell in summary["cells"]:
+    for cell in cells:
         metrics = dict(cell["metrics"])
         metrics.setdefault("success", {"mean": None, "std": None, "ci95": None, "n": 0})
         for metric, stats in sorted(metrics.items()):
@@ -92,9 +119,12 @@ def matrix_rows(run_dir: str | Path) -> list[dict[str, Any]]:
     meta, summary = load_run(run_dir)
     matrix = summary.get("matrix") or {}
     samples = run_samples(meta)
+    planned = planned_keys(run_dir, meta)
     temperature = ((meta.get("identity") or {}).get("settings") or {}).get("temperature")
     rows = []
     for r in matrix.get("rows") or []:
+        if planned is not None and r["model"] not in planned.models:
+            continue
         for metric in ("success", "dq"):
             for column, (topo, cell) in enumerate(r["cells"].items()):
                 point = cell[metric]
@@ -131,26 +161,42 @@ def episode_rows(run_dir: str | Path, summary: dict[str, Any] | None = None) -> 
     """One row per episode (its latest record): labels, every score, the errors, and the
     conversation as JSON. An episode that ended in error has null scores. ``summary``: the run's
     summary.json, when the caller has loaded it already (:func:`load_run`)."""
-    if summary is None:
-        summary = load_run(run_dir)[1]
+    meta, loaded = load_run(run_dir)
+    summary = loaded if summary is None else summary
+    planned = planned_keys(run_dir, meta)
     rows = []
-    for rec in read_episodes(run_dir):  # read only: a run still writing the folder is never disturbed
-        scores = rec.get("scores") or {}
+    left_out = 0
+    for rec in read_episodes(run_dir):  # read only, every record checked: a run still writing is never disturbed
+        if planned is not None and not planned(rec["key"]):
+            left_out += 1
+            continue
+        scores = rec["scores"]
         rows.append({
             "protocol": summary["protocol"], "model": rec["model"], "baseline": rec["baseline"],
             "topology": rec["topology"], "role": rec.get("role"), "episode_id": rec["episode_id"],
-            "task_id": rec["task_id"], "family": rec.get("family"), "sample": rec.get("sample", 0),
-            "status": rec["status"], "turns": rec.get("turns", 0), "tool_calls": scores.get("tool_calls", 0),
+            "task_id": rec["task_id"], "family": _text(rec.get("family")), "sample": rec.get("sample", 0),
+            "status": rec["status"], "turns": _count(rec.get("turns")), "tool_calls": _count(scores.get("tool_calls")),
             **{c: (None if scores.get(c) is None or rec["status"] == "error" else float(scores[c]))
                for c in SCORE_COLUMNS},
-            "final_answer": rec.get("final_answer"),
+            "final_answer": _text(rec.get("final_answer")),
             "errors": json.dumps([mask_secrets(str(e)) for e in rec.get("errors") or []], ensure_ascii=False),
             "messages": json.dumps(rec.get("messages", []), ensure_ascii=False),
             "calls": json.dumps(rec.get("calls", []), ensure_ascii=False),
             "events": json.dumps(rec.get("events", []), ensure_ascii=False),
             "protocol_sha256": summary["protocol_sha256"], "task_set_sha256": summary["task_set_sha256"],
         })
+    warn_unplanned(left_out, str(run_dir), "publish")
     return rows
+
+
+def _count(value: Any) -> int:
+    """A count column's value (0 for what is not a count: a record may come from anyone)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _text(value: Any) -> str | None:
+    """A text column's value: a string as it is, anything else as its JSON (None stays None)."""
+    return value if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def merge(existing: list[dict[str, Any]], new: list[dict[str, Any]], key: tuple[str, ...] = RESULT_KEY,
@@ -173,6 +219,7 @@ def latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def episodes_path(protocol: str, model: str, baseline: str, task_set: str, samples: int = 1) -> str:
     """Where one (protocol, model, baseline, task set, samples)'s episodes live in the repo (republish
-    overwrites; k samples of the same tasks live beside the greedy ones, ``-k<samples>``)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model)
-    return f"episodes/{protocol}/{slug}/{baseline}-{task_set[:12]}{f'-k{samples}' if samples > 1 else ''}.parquet"
+    overwrites; k samples of the same tasks live beside the greedy ones, ``-k<samples>``). Each name is one
+    safe path component (:func:`~topoeval.core.safe_paths.safe_component`): a record's ``../`` stays a name."""
+    name = safe_component(f"{baseline}-{str(task_set)[:12]}{f'-k{int(samples)}' if samples > 1 else ''}")
+    return f"episodes/{safe_component(protocol)}/{safe_component(model)}/{name}.parquet"

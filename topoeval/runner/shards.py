@@ -150,6 +150,8 @@ class PlannedKeys:
         self.keys = set(plan.keys)
         named = {m for meta in metas for m in (meta.get("models") or []) if isinstance(m, str)}
         self.earlier = named - set(plan.models)
+        #: every model the run planned, now or in an earlier run into the folder
+        self.models = set(plan.models) | self.earlier
         self._cells = {tuple(c) for c in plan.order}
 
     def __call__(self, key: str) -> bool:

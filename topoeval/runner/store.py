@@ -369,12 +369,21 @@ def _copy(src: BinaryIO, dst: IO[bytes], offset: int, size: int | None) -> bytes
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A run folder's JSON file (run.json, summary.json, plan.json), never read through a symlink."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open_for_reading(path) as fh:
+            return json.loads(fh.read().decode("utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: not found (is this a topoeval run folder?)") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EINVAL):
+            raise UserError(f"{path}: is a symlink or not a regular file; topoeval reads only regular files inside "
+                            "a run folder") from None
+        raise
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
