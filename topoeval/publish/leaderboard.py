@@ -227,12 +227,13 @@ def run_sweeps(board: Path, published: Path) -> None:
     summary, tables and plot copied to ``published/sweep-<model>/``; the others skipped in one line."""
     from topoeval.api import run_sweep
     from topoeval.core.errors import UserError
+    from topoeval.core.safe_paths import safe_component
     from topoeval.training.checkpoints import checkpoint_points, read_record, sweep_training
 
     for planned in SWEEPS:
         try:
             record = read_record(Path(planned.record))[0]
-            folder = board / SWEEP_PROTOCOL / f"sweep-{record['model']}"
+            folder = board / SWEEP_PROTOCOL / safe_component(f"sweep-{record['model']}")  # a name, never a path
             points = checkpoint_points(record, folder / "adapters", every=planned.every)
         except (UserError, OSError) as exc:
             print(f"sweep of {planned.record}: skipped, its committed results kept ({exc}; `{planned.command}` "
