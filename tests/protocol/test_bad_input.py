@@ -1,6 +1,7 @@
 """Bad input stays one line, fast (issue 43): YAML aliases in protocols, task files, overlays and suite
 manifests are expanded with a bound (a 600-byte "billion laughs" protocol used to hang `validate`
-for hours, a self-referencing alias was a RecursionError traceback), nesting is bounded, and task
+for hours, a self-referencing alias was a RecursionError traceback), nesting is bounded, a file that is
+not UTF-8 is one line naming its byte offset (issue 56: it was a UnicodeDecodeError traceback), and task
 counts and samples have an upper bound checked before any task is built.
 
 Each case runs in a forked child with a deadline and a memory cap, so a regression fails the test
@@ -206,6 +207,55 @@ def test_every_shipped_yaml_file_is_within_the_bounds():
     assert len(files) > 20
     for path in files:
         check_events(path.read_text(encoding="utf-8"), str(path))
+
+
+# --- bytes that are not UTF-8 (issue 56) -------------------------------------------------------------
+
+@pytest.mark.parametrize("data,where", [
+    pytest.param(protocol_text().encode() + b"# caf\xe9\n", None, id="a Latin-1 byte in a comment"),
+    pytest.param(protocol_text().replace("name: p", "name: caf\xe9").encode("latin-1"), None,
+                 id="a Latin-1 byte in a value"),
+    pytest.param(protocol_text().encode("utf-16"), "UTF-16 (little-endian)", id="UTF-16"),
+    pytest.param(b"\xfe\xff" + protocol_text().encode("utf-16-be"), "UTF-16 (big-endian)", id="UTF-16-BE"),
+    pytest.param(protocol_text().encode("utf-32"), "UTF-32 (little-endian)", id="UTF-32"),
+])
+def test_a_protocol_that_is_not_utf8_is_one_line_naming_the_file_and_byte_offset(tmp_path, cli, data, where):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(data)
+    proc = cli("validate", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith(f"{path}:")
+    if where is None:  # the offset of the one byte that is not UTF-8, and its line
+        offset = data.index(b"\xe9")
+        line = data.count(b"\n", 0, offset) + 1
+        assert f"{path}:{line}: not UTF-8: byte 0xe9 at byte offset {offset}" in proc.stderr
+    else:
+        assert f"the file is {where} text (a byte order mark at byte offset 0)" in proc.stderr
+        assert "UTF-8 only: save it as UTF-8" in proc.stderr
+
+
+def test_utf16_without_a_byte_order_mark_is_one_line_too(tmp_path, cli):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(protocol_text().encode("utf-16-le"))
+    proc = cli("validate", str(path))
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert f"{path}:1: a NUL byte at byte offset 1 (UTF-16 text without a byte order mark?)" in proc.stderr
+
+
+def test_a_utf8_byte_order_mark_is_still_utf8(tmp_path, cli):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + (protocol_text() + "# caf\xe9 \u2013 fine in UTF-8\n").encode())
+    proc = cli("validate", str(path))
+    assert proc.returncode == 0 and f"{path}: ok" in proc.stdout, proc.stderr
+
+
+def test_a_points_file_that_is_not_utf8_is_one_line(tmp_path, cli):
+    path = tmp_path / "points.yaml"
+    path.write_bytes(b"0: smollm2-135m  # caf\xe9\n")
+    proc = cli("sweep", "wiki_hops", "--points", str(path), "--out", str(tmp_path / "sweep"))
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert f"error: --points {path}:1: not UTF-8: byte 0xe9 at byte offset 22" in proc.stderr
+    assert not (tmp_path / "sweep").exists()
 
 
 def load_mcp_suite() -> None:

@@ -42,10 +42,16 @@ def read_points(path: Path) -> list[SweepPoint]:
     """The points of a ``--points`` YAML file (see the module docstring)."""
     import yaml
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    from topoeval.core.yamlfile import YamlRejected, load_yaml, read_yaml_file
+
+    try:  # UTF-8 only, aliases expanded with a bound, nesting bounded: bad bytes or a bomb are one line
+        data = load_yaml(read_yaml_file(path), str(path))
     except FileNotFoundError:
         raise UserError(f"--points {path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"--points {path}: cannot read: {exc.strerror or exc}") from None
+    except YamlRejected as exc:
+        raise UserError(f"--points {exc}") from None
     except yaml.YAMLError as exc:
         raise UserError(f"--points {path}: not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or not data:

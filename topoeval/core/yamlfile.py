@@ -13,10 +13,15 @@ expanded** and refuses
 - nesting deeper than :data:`MAX_DEPTH` levels (PyYAML's composer recurses per level).
 
 Each is one line, ``<file>:<line>: ...`` (a :class:`YamlRejected`, a :class:`UserError`).
+
+Files are read as UTF-8 (:func:`read_yaml_file`, :func:`decode_yaml`; a UTF-8 byte order mark is
+dropped): a byte that is not UTF-8 (even in a comment), a NUL byte, or a UTF-16/UTF-32 byte order mark
+is the same kind of one line, naming the byte offset, never a ``UnicodeDecodeError`` traceback.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -35,6 +40,41 @@ class YamlRejected(UserError):
     def __init__(self, filename: str, line: int, problem: str):
         super().__init__(f"{filename}:{line}: {problem}")
         self.filename, self.line, self.problem = filename, line, problem
+
+
+#: byte order marks of the encodings a YAML file is refused in (longest first: UTF-32 LE starts like UTF-16 LE)
+_FOREIGN_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"), (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
+                 (b"\xff\xfe", "UTF-16 (little-endian)"), (b"\xfe\xff", "UTF-16 (big-endian)"))
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def decode_yaml(data: bytes, filename: str) -> str:
+    """``data`` as text: UTF-8 (a UTF-8 byte order mark dropped). A UTF-16/32 byte order mark, a byte that is
+    not UTF-8 or a NUL byte (UTF-16 without a mark) is a one-line :class:`YamlRejected` with its byte offset."""
+    for bom, encoding in _FOREIGN_BOMS:
+        if data.startswith(bom):
+            raise YamlRejected(filename, 1, f"the file is {encoding} text (a byte order mark at byte offset 0); "
+                                            "topoeval reads YAML as UTF-8 only: save it as UTF-8")
+    start = len(_UTF8_BOM) if data.startswith(_UTF8_BOM) else 0
+    try:
+        text = data[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = start + exc.start
+        raise YamlRejected(filename, data.count(b"\n", 0, offset) + 1,
+                           f"not UTF-8: byte 0x{data[offset]:02x} at byte offset {offset} (topoeval reads YAML as "
+                           "UTF-8: save the file as UTF-8)") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise YamlRejected(filename, data.count(b"\n", 0, nul) + 1,
+                           f"a NUL byte at byte offset {nul} (UTF-16 text without a byte order mark?); topoeval reads "
+                           "YAML as UTF-8: save the file as UTF-8")
+    return text
+
+
+def read_yaml_file(path: str | Path, filename: str | None = None) -> str:
+    """The text of the YAML file ``path`` (:func:`decode_yaml`; ``filename`` labels its errors, default the
+    path); ``OSError`` when it cannot be read."""
+    return decode_yaml(Path(path).read_bytes(), str(path) if filename is None else filename)
 
 
 def check_events(text: str, filename: str) -> None:

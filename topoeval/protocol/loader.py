@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from topoeval.core.errors import ProtocolErrors, UserError
 from topoeval.core.paths import protocol_folder
 from topoeval.core.suite import canonical_json
-from topoeval.core.yamlfile import YamlRejected, compose_yaml
+from topoeval.core.yamlfile import YamlRejected, compose_yaml, read_yaml_file
 from topoeval.protocol.discovery import SuiteRegistry, did_you_mean, resolve_protocol_path
 from topoeval.protocol.schema import Protocol, TopologySpec
 
@@ -33,9 +33,11 @@ def load_protocol(path_or_name: str | Path, registry: SuiteRegistry | None = Non
     """Load and fully validate a protocol (a path, or the name of a shipped one)."""
     path = resolve_protocol_path(path_or_name)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_file(path)  # UTF-8 only: any other byte is one line with its offset
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    except YamlRejected as exc:
+        raise ProtocolErrors([str(exc)]) from None
     return parse_protocol(text, str(path), registry or SuiteRegistry(), folder=path.resolve().parent)
 
 
