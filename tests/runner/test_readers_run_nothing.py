@@ -155,3 +155,14 @@ def test_user_agreement_loads_neither_the_protocol_nor_the_suites_a_run_json_nam
     with pytest.raises(UserError, match="other content than the protocol 'echo_proto'"):
         user_agreement(run, "direct:user", protocol=protocol, suites_dirs=[fixture_suites])
     assert _ran(markers) == []
+
+
+def test_the_user_agreement_command_takes_the_protocol_and_suite_folders_from_its_caller(crafted, fixture_suites,
+                                                                                         cli):
+    """``topoeval user-agreement --protocol P --suites-dir D`` hands both to the check: a folder whose run.json
+    records other content than P is refused in one line, and nothing the folder names runs."""
+    run, protocol, markers = crafted
+    proc = cli("user-agreement", str(run), "--user-model", "direct:user", "--protocol", str(protocol),
+                        "--suites-dir", str(fixture_suites))
+    assert _ran(markers) == []
+    _ends_cleanly(proc, refusal="other content than the protocol 'echo_proto'")
