@@ -6,6 +6,15 @@ The parent sets the run folder up first (run.json, plan.json, the preflight), st
 ``episodes.shard-i-of-K.jsonl``; the caller merges the folder when they are done. Ctrl-C or SIGTERM
 to the parent stops every worker (SIGTERM, then SIGKILL after a grace period); each worker's
 finished episodes are already on disk, so the same command resumes.
+
+A worker dies with its parent (:func:`die_with_parent`), ``kill -9`` of the parent included, as the
+servers topoeval starts do: on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``, through the
+same helper as :mod:`topoeval.models.llama_server`; it fires when the thread that started the worker
+ends, and :func:`run_local_workers` holds that thread until its workers are done); everywhere, a
+thread of the worker checks every :data:`PARENT_POLL_S` seconds that its parent is still the process
+that started it and ends the worker when not (the fallback where prctl is not available, and the
+parent that died before the worker could ask). No worker goes on writing into a run folder nobody is
+running; a torn last line is repaired when the same command resumes.
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ import os
 import pickle
 import queue as queue_module
 import signal
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +39,8 @@ from topoeval.runner.shards import Shard, episode_files
 
 #: seconds a worker gets to stop after SIGTERM before it is killed
 STOP_GRACE_S = 10.0
+#: seconds between a worker's checks that its parent is alive (the fallback of :func:`die_with_parent`)
+PARENT_POLL_S = 1.0
 
 
 @dataclass
@@ -57,7 +70,7 @@ def run_local_workers(config: RunConfig, run_dir: Path, workers: int, progress: 
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     shards = [Shard(index=i, count=workers) for i in range(1, workers + 1)]
-    procs = {s.label: ctx.Process(target=_worker_main, args=(config, s, results),
+    procs = {s.label: ctx.Process(target=_worker_main, args=(config, s, results, os.getpid()),
                                   name=f"topoeval-shard-{s.index}-of-{s.count}") for s in shards}
     outcomes: dict[str, ShardOutcome] = {}
     for p in procs.values():
@@ -115,8 +128,30 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _worker_main(config: RunConfig, shard: Shard, results) -> None:
+def die_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """End this process when ``parent_pid``, the process that started it, dies (module docstring): the
+    kernel's SIGKILL on Linux (``PR_SET_PDEATHSIG``), and a daemon thread that polls :func:`os.getppid`."""
+    if sys.platform.startswith("linux"):
+        from topoeval.models.llama_server import _die_with_parent
+
+        _die_with_parent()  # the kernel's signal fires when the thread that started this process exits
+    if os.getppid() != parent_pid:  # the parent was gone before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid, poll_s), name="topoeval-parent-watch",
+                     daemon=True).start()
+
+
+def _watch_parent(parent_pid: int, poll_s: float) -> None:
+    """Poll until this process's parent is no longer ``parent_pid`` (it died: the process was re-parented),
+    then end the process at once, as the kernel's SIGKILL would."""
+    while os.getppid() == parent_pid:
+        time.sleep(poll_s)
+    os._exit(1)
+
+
+def _worker_main(config: RunConfig, shard: Shard, results, parent_pid: int) -> None:
     """One worker process: run ``shard`` of ``config`` and report how it ended (never raises)."""
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGTERM, _interrupt)
     try:  # a SIGTERM while the worker still imports is an interrupted shard too, not a traceback
         from topoeval.runner.run import arun_episodes, loop_factory
