@@ -10,7 +10,7 @@ from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, Policy, SamplingParams
 from topoeval.core.replies import bound_reply
-from topoeval.core.secrets import mask_secrets
+from topoeval.core.secrets import mask_secrets, remember_secret
 from topoeval.formats import ToolFormat, default_format, get_format, resolve_format, suite_format
 from topoeval.models.options import ModelOptions
 from topoeval.models.retry import PermanentError, with_retries
@@ -36,6 +36,9 @@ class ChatPolicy(Policy):
         self.model = model
         self.options = options
         self.name = name or model
+        #: the credentials this policy was given (its API key): masked in every error text, even a server's echo
+        self.secrets: list[str] = [options.api_key] if options.api_key else []
+        remember_secret(options.api_key)  # and in every text topoeval records or prints from now on
         default = self.default_tool_mode()
         #: the format the model is addressed in (unless a topology shifts it)
         self.format: ToolFormat = resolve_format(options.tool_format, options.tool_mode, default)
@@ -53,6 +56,11 @@ class ChatPolicy(Policy):
         shifted = suite_format(ctx.suite) if ctx is not None else None
         return self.format if shifted in (None, self.format.name) else get_format(shifted)
 
+    def mask(self, text: str) -> str:
+        """``text`` (an error message, a server's error body) with every credential masked: this policy's
+        and every one :func:`topoeval.core.secrets.mask_secrets` knows."""
+        return mask_secrets(text, self.secrets)
+
     def default_tool_mode(self) -> str:
         return "native"
 
@@ -66,11 +74,11 @@ class ChatPolicy(Policy):
         try:
             await self.complete(PREFLIGHT_MESSAGES, [], PREFLIGHT_SAMPLING)
         except PermanentError as exc:
-            raise UserError(mask_secrets(" ".join(f"model '{self.name}': {exc}; {exc.fix}".split()))) from None
+            raise UserError(self.mask(" ".join(f"model '{self.name}': {exc}; {exc.fix}".split()))) from None
         except UserError:
             raise
         except Exception as exc:
-            detail = " ".join(mask_secrets(str(exc)).split())[:200]
+            detail = " ".join(self.mask(str(exc)).split())[:200]
             return (f"model '{self.name}': the preflight request failed ({type(exc).__name__}: {detail}); "
                     "its episodes retry, and those that still fail are recorded as errors")
         return None

@@ -4,19 +4,29 @@ One pooled aiohttp session with keep-alive connections; no per-request client se
 with a model name ``direct:<served model name>`` and ``--api-base``. Several ``--api-base`` URLs are
 replicas of one model: each episode is pinned to one, and moves to another when its replica fails
 (:mod:`topoeval.models.replicas`).
+
+A request's URL is the base's path joined with the endpoint (``https://h/v1?api-version=2`` ->
+``https://h/v1/chat/completions?api-version=2``: the query stays at the end). Credentials: an explicit
+``--api-key`` is sent as ``Authorization: Bearer KEY`` (what vLLM, SGLang and llama.cpp's server check);
+user info in the base (``https://user:password@host/v1``) is never sent in the URL: it is sent as HTTP
+Basic auth (as curl does) when no ``--api-key`` is given, and dropped when one is (the key wins). Every
+error text is masked (:func:`topoeval.core.secrets.mask_secrets`) with the key and the URL's password
+known, so a server that echoes them in its error body does not get them printed or recorded.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
 from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, SamplingParams
-from topoeval.core.secrets import mask_url
+from topoeval.core.secrets import mask_url, remember_secret
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, ReplicaPool, episode_pin
@@ -41,6 +51,35 @@ except ImportError:  # pragma: no cover - depends on the environment
         return json.dumps(obj).encode()
 
     _loads = json.loads  # type: ignore[assignment]  # same call shape as orjson.loads
+
+
+def endpoint_url(base: str, endpoint: str) -> str:
+    """``endpoint`` (``/chat/completions``) joined to the path of ``base`` (``.../v1``), the base's query kept
+    at the end (its user info kept too: :func:`request_url` drops it, :func:`mask_url` masks it)."""
+    parts = urlsplit(base)
+    path = parts.path.rstrip("/") + "/" + endpoint.lstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def request_url(url: str) -> str:
+    """``url`` without its user info (sent as a header instead: :func:`basic_auth`)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
+
+
+def url_credentials(url: str) -> tuple[str, str] | None:
+    """The user and password in ``url``'s user info (percent-decoded); None when it has none."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return None
+    return unquote(parts.username or ""), unquote(parts.password or "")
+
+
+def basic_auth(user: str, password: str) -> str:
+    """The ``Authorization`` value of HTTP Basic auth for ``user`` and ``password``."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 class ResponseTooLarge(RuntimeError):
@@ -71,10 +110,23 @@ class DirectPolicy(ChatPolicy):
             raise UserError(f"model 'direct:{model}' needs an API base, the server's /v1 URL (model_options.api_base; "
                             "--api-base on the command line)")
         super().__init__(model, options, name or f"direct:{model}")
-        #: the replicas' base URLs (``.../v1``); requests go to ``<base><endpoint>``
+        #: the replicas' base URLs (``.../v1``); requests go to :func:`endpoint_url` of one
         self.replicas = ReplicaPool([u.rstrip("/") for u in options.api_bases or [options.api_base]])
         self.url = self.replicas.urls[0]
         self._session = None
+        #: each replica's Basic auth from its URL's user info (sent only when no --api-key is given: the key wins)
+        self._url_auth = dict[str, str]()
+        for base in self.replicas.urls:
+            creds = url_credentials(base)
+            if creds is not None:
+                self._url_auth[base] = basic_auth(*creds)
+                secret = creds[1] or creds[0]  # the password; a lone user name (https://TOKEN@host) is the token
+                self.secrets.append(secret)
+                remember_secret(secret)
+
+    def excerpt(self, raw: bytes, limit: int = 200) -> str:
+        """The start of a response body for an error text, masked (before it is cut: no key half-shown)."""
+        return self.mask(repr(raw[:limit + 1024]))[:limit + 3]
 
     async def act(self, messages, tools, sampling: SamplingParams, ctx: EpisodeContext) -> AssistantMessage:
         token = CURRENT_EPISODE.set(episode_pin(ctx))  # which replica complete() sends this episode to
@@ -107,28 +159,31 @@ class DirectPolicy(ChatPolicy):
         try:
             return message_from_openai(data["choices"][0]["message"], data.get("usage"))
         except (KeyError, IndexError, TypeError) as exc:
-            raise RuntimeError(f"malformed response from {mask_url(self.url)}: {str(data)[:200]!r}") from exc
+            raise RuntimeError(f"malformed response from {mask_url(self.url)}: "
+                               f"{self.mask(str(data)[:1200])[:200]!r}") from exc
 
     async def post_json(self, endpoint: str, body: dict[str, Any]) -> Any:
         """POST ``body`` to ``endpoint`` (e.g. ``/chat/completions``) of the episode's replica; the
         decoded JSON answer. 408/429/5xx, timeouts and dropped connections raise TransientError."""
         session = self._session if self._session is not None and not self._session.closed else await self._get_session()
         base = self.replicas.pick(CURRENT_EPISODE.get())
-        url = base + endpoint
+        url = endpoint_url(base, endpoint)
+        auth = None if self.options.api_key else self._url_auth.get(base)
         try:
-            async with session.post(url, data=_dumps(body)) as resp:
-                raw = await _read_bounded(resp, self.options.reply_limits.max_response_bytes, url)
+            async with session.post(request_url(url), data=_dumps(body),
+                                    headers={"Authorization": auth} if auth else None) as resp:
+                raw = await _read_bounded(resp, self.options.reply_limits.max_response_bytes, mask_url(url))
                 if resp.status >= 500:  # this replica is failing: cool it down, the retry goes to another
                     self.replicas.failed(base)
                 if resp.status in (408, 429) or resp.status >= 500:
-                    raise TransientError(f"HTTP {resp.status}: {raw[:200]!r}",
+                    raise TransientError(f"HTTP {resp.status}: {self.excerpt(raw)}",
                                          retry_after=parse_retry_after(resp.headers.get("Retry-After")),
                                          status=resp.status)
                 if resp.status >= 400:
                     raise self._refused(resp.status, raw)
         except (TimeoutError, aiohttp.ClientConnectionError) as exc:
             self.replicas.failed(base)
-            raise TransientError(f"{type(exc).__name__}: {exc}") from exc
+            raise TransientError(self.mask(f"{type(exc).__name__}: {exc}")) from exc
         self.replicas.succeeded(base)
         try:
             return _loads(raw)
@@ -137,7 +192,7 @@ class DirectPolicy(ChatPolicy):
         try:  # invalid UTF-8 or a lone surrogate escape: read what can be read (bound_reply cleans the text)
             return json.loads(raw.decode("utf-8", "replace"))
         except (ValueError, RecursionError) as exc:
-            raise RuntimeError(f"malformed response from {mask_url(url)}: {raw[:200]!r}") from exc
+            raise RuntimeError(f"malformed response from {mask_url(url)}: {self.excerpt(raw)}") from exc
 
     def _refused(self, status: int, raw: bytes) -> Exception:
         """A 4xx answer (not 408/429) as the exception the runner and the preflight act on."""
@@ -148,10 +203,11 @@ class DirectPolicy(ChatPolicy):
             code = error.get("code") if isinstance(error, dict) else None
         except (ValueError, AttributeError, TypeError):
             detail = raw.decode(errors="replace")
-        detail = " ".join(str(detail).split())[:300]
-        if status == 400:
+        detail = " ".join(str(detail)[:4000].split())
+        if status == 400:  # read by its body, masked in its message
             return bad_request(detail, code if isinstance(code, str) else None,
-                               fix=permanent_fix(400, self.key_hint(), self.options.api_base))
+                               fix=permanent_fix(400, self.key_hint(), self.options.api_base), known=self.secrets)
+        detail = self.mask(detail)[:300]
         if status in NON_RETRYABLE:
             return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}: {detail})", status=status,
                                   fix=permanent_fix(status, self.key_hint(), self.options.api_base))

@@ -12,6 +12,7 @@ from typing import Any
 
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import ContextLimitError, EpisodeContext, SamplingParams
+from topoeval.core.secrets import mask_secrets
 from topoeval.models.chat_policy import ChatPolicy
 from topoeval.models.openai_format import message_from_openai
 from topoeval.models.replicas import CURRENT_EPISODE, episode_pin
@@ -139,12 +140,13 @@ def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str |
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     name = type(exc).__name__
-    text = " ".join(str(exc).split())
-    if name == "ContextWindowExceededError" or (status == 400 and CONTEXT_LIMIT.search(text)):
+    raw = " ".join(str(exc).split())
+    text = mask_secrets(raw)  # a provider's error body may echo the key (remembered: masked); read unmasked
+    if name == "ContextWindowExceededError" or (status == 400 and CONTEXT_LIMIT.search(raw)):
         return ContextLimitError(f"{name}: {text[:300]}")
     if name == "ContentPolicyViolationError":
         return RefusalError(f"{name}: {text[:300]}", detail=text[:300])
-    if MISSING_CREDENTIALS.search(text):  # litellm reports a missing key as a 500
+    if MISSING_CREDENTIALS.search(raw):  # litellm reports a missing key as a 500
         return PermanentError("no API key was given", fix=permanent_fix(None, key_hint()))
     if status == 400:  # read by its body: a refusal, or a request the server rejected
         return bad_request(f"{name}: {text}", fix=permanent_fix(400, key_hint(), api_base))

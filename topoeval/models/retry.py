@@ -18,14 +18,14 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from topoeval.core.errors import UserError
 from topoeval.core.policy import ContextLimitError, RefusalError
-from topoeval.core.secrets import mask_url
+from topoeval.core.secrets import mask_secrets, mask_url
 
 T = TypeVar("T")
 
@@ -82,13 +82,15 @@ CONTENT_POLICY_CODES = frozenset({"content_policy_violation", "content_filter", 
 BAD_REQUEST_REPORT = "if the request is right, it is a topoeval bug: please report it with the run folder"
 
 
-def bad_request(detail: str, code: str | None = None, fix: str = "") -> Exception:
+def bad_request(detail: str, code: str | None = None, fix: str = "", known: Iterable[str] = ()) -> Exception:
     """An HTTP 400 by its body: ContextLimitError (the model's limit), RefusalError (its refusal),
-    or BadRequestError (a rejected request: one line, never retried)."""
-    detail = " ".join(str(detail).split())
-    if CONTEXT_LIMIT.search(detail):
+    or BadRequestError (a rejected request: one line, never retried). The body is read as it is; the
+    message holds it masked (:func:`topoeval.core.secrets.mask_secrets`, ``known``: the caller's keys)."""
+    raw = " ".join(str(detail).split())
+    detail = mask_secrets(raw, known)
+    if CONTEXT_LIMIT.search(raw):
         return ContextLimitError(f"HTTP 400: {detail[:300]}")
-    if (code or "").lower() in CONTENT_POLICY_CODES or CONTENT_POLICY.search(detail):
+    if (code or "").lower() in CONTENT_POLICY_CODES or CONTENT_POLICY.search(raw):
         return RefusalError(f"HTTP 400: {detail[:300]}", detail=detail[:300])
     fix = f"{fix}; " if fix else ""
     return BadRequestError(f"the server rejected a request topoeval built (HTTP 400: {detail[:200]}), not retried: "
