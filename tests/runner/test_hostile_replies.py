@@ -31,6 +31,13 @@ def _body(content=None, calls=()) -> bytes:
                        "usage": {"prompt_tokens": 3, "completion_tokens": 5}}).encode()
 
 
+def _body_with_calls(tool_calls) -> bytes:
+    """A reply whose ``tool_calls`` is ``tool_calls`` as it is (a string, an object, a number: not a list)."""
+    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                            "tool_calls": tool_calls}}],
+                       "usage": {"prompt_tokens": 3, "completion_tokens": 5}}).encode()
+
+
 class HostileServer(ThreadedChatServer):
     """Answers the first turn of every episode with the hostile reply ``mode``, later turns with a final answer."""
 
@@ -64,6 +71,9 @@ class HostileServer(ThreadedChatServer):
             "huge_name": lambda: _body(calls=[("n" * 1_000_000, "{}")]),
             "invalid_utf8": lambda: _body("answer \udcff").replace(b"\\udcff", b"\xff\xfe"),
             "surrogate": lambda: _body("answer \ud800", calls=[("lookup\ud800", '{"key": "\ud800"}')]),
+            "calls_string": lambda: _body_with_calls('[{"name": "lookup", "arguments": {"key": "k1"}}]' * 50),
+            "calls_object": lambda: _body_with_calls({"c0": {"name": "lookup"}, "c1": {}, "c2": {}}),
+            "calls_number": lambda: _body_with_calls(12345),
         }[mode]()
         return web.Response(body=raw, content_type="application/json")
 
@@ -86,6 +96,10 @@ CASES = {
     "endless": ("error", None),
     "invalid_utf8": ("done", None),
     "surrogate": ("done", "unknown tool 'lookup?'"),
+    # tool_calls of the wrong type: one invalid call (not one per character, key or digit), then the final answer
+    "calls_string": ("done", "unknown tool ''"),
+    "calls_object": ("done", "unknown tool ''"),
+    "calls_number": ("done", "unknown tool ''"),
 }
 
 
@@ -109,6 +123,8 @@ def test_no_reply_stops_a_run_and_a_resume_neither_aborts_nor_asks_again(tmp_pat
                 assert len(call["name"]) < 400 and len(call["error"]) < 1_000
             if status == "error":
                 assert "max_response_bytes" in r["errors"][0]
+            if mode.startswith("calls_"):
+                assert len(r["calls"]) == 1 and r["scores"]["invalid_calls"] == 1, r["calls"]
         if mode == "huge_text":
             assert all(len(r["final_answer"]) < LIMITS.max_reply_chars + 100 and "cut by topoeval" in r["final_answer"]
                        for r in records)
@@ -122,6 +138,8 @@ def test_no_reply_stops_a_run_and_a_resume_neither_aborts_nor_asks_again(tmp_pat
         server.stop()
 
 
+# (tool_calls of the wrong type are not here: litellm refuses such a response itself, "Invalid response object",
+# and the episode is recorded as an error after its retries)
 @pytest.mark.parametrize("mode", ["deep_300", "huge_text", "huge_name", "surrogate"])
 def test_the_litellm_backend_bounds_hostile_replies_too(tmp_path, echo_protocol, fixture_suites, mode):
     server = HostileServer(mode)
