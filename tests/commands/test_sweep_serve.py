@@ -61,12 +61,57 @@ def _template(pid_dir: Path, *extra: str) -> str:
     return f"{sys.executable} {STANDIN} --port {{port}} --pid-dir {pid_dir} " + " ".join(extra)
 
 
+#: Runs the stand-in as its child and notes, in the file it is given, when the server started and when it
+#: was told to stop (SIGTERM: topoeval's stop reaches the whole process group), so that a test can put
+#: the servers' lives in order against each other and against the sweep's end.
+_EVENTS = """
+import json, signal, subprocess, sys, time
+
+def note(event):
+    with open(sys.argv[1], "a") as fh:
+        fh.write(json.dumps({"event": event, "t": time.time()}) + "\\n")
+
+note("start")
+child = subprocess.Popen(sys.argv[2:])
+signal.signal(signal.SIGTERM, lambda *_: note("stop"))
+sys.exit(child.wait())
+"""
+
+
+def _noting(tmp_path: Path, template: str) -> tuple[str, Path]:
+    """``template`` run under the event-noting wrapper, and the file of its notes."""
+    wrapper, events = tmp_path / "note_events.py", tmp_path / "events.jsonl"
+    wrapper.write_text(_EVENTS)
+    return f"{sys.executable} {wrapper} {events} {template}", events
+
+
+def _lives(events: Path) -> list[tuple[float, float]]:
+    """Each server's (started, told to stop) times, in the order they started."""
+    notes = [json.loads(line) for line in events.read_text().splitlines()]
+    starts, stops = [n["t"] for n in notes if n["event"] == "start"], [n["t"] for n in notes if n["event"] == "stop"]
+    assert len(starts) == len(stops), notes  # every server was stopped by topoeval (not only killed at its exit)
+    return list(zip(starts, sorted(stops), strict=True))
+
+
+def _serve_logs(tmp: Path) -> list[Path]:
+    return sorted(tmp.glob("topoeval-serve-*.log"))
+
+
 def test_a_server_per_checkpoint_is_started_used_and_stopped(tmp_path, topoeval_cmd):
     runs, pid_dir, out = _checkpoints(tmp_path, lora=False), tmp_path / "pids", tmp_path / "sweep"
-    proc = _sweep(topoeval_cmd, runs, out, _template(pid_dir, "--path {path} --name {name}"))
+    template, events = _noting(tmp_path, _template(pid_dir, "--path {path} --name {name}"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _sweep(topoeval_cmd, runs, out, template, env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     pids = _pids(pid_dir)
     assert len(pids) == 3 and not [p for p in pids if _alive(p)]  # one server per checkpoint, none left
+    lives = _lives(events)
+    assert len(lives) == 3
+    for (_, stopped), (started, _) in zip(lives, lives[1:], strict=False):
+        assert stopped < started  # each checkpoint's server is stopped before the next one starts
+    assert lives[-1][1] < (out / "summary.json").stat().st_mtime  # the last one before the sweep ends
+    assert _serve_logs(tmp) == [] and "log is kept" not in proc.stderr  # a clean run leaves no server log
     sweep = json.loads((out / "summary.json").read_text())
     assert [(p["step"], p["model"]) for p in sweep["points"]] == [(2, "direct:step-2"), (4, "direct:step-4"),
                                                                   (6, "direct:step-6")]
@@ -85,10 +130,13 @@ def test_a_server_per_checkpoint_is_started_used_and_stopped(tmp_path, topoeval_
 
 def test_one_server_carries_every_lora_checkpoint(tmp_path, topoeval_cmd):
     runs, pid_dir, out = _checkpoints(tmp_path, lora=True), tmp_path / "pids", tmp_path / "sweep"
-    proc = _sweep(topoeval_cmd, runs, out, _template(pid_dir, "--lora-modules {lora_modules}"), "--every", "4")
+    template, events = _noting(tmp_path, _template(pid_dir, "--lora-modules {lora_modules}"))
+    proc = _sweep(topoeval_cmd, runs, out, template, "--every", "4")
     assert proc.returncode == 0, proc.stderr[-3000:]
     pids = _pids(pid_dir)
     assert len(pids) == 1 and not _alive(pids[0])
+    [(_, stopped)] = _lives(events)
+    assert stopped < (out / "summary.json").stat().st_mtime  # stopped when its points were run, not at exit
     sweep = json.loads((out / "summary.json").read_text())
     assert [p["step"] for p in sweep["points"]] == [4, 6]  # --every 4 keeps 4 and the last
     assert [p["mean"] for p in sweep["curves"][1]["success"]] == [1.0, 0.0]
@@ -96,9 +144,14 @@ def test_one_server_carries_every_lora_checkpoint(tmp_path, topoeval_cmd):
 
 def test_a_server_that_cannot_start_is_one_line(tmp_path, topoeval_cmd):
     runs, pid_dir = _checkpoints(tmp_path, lora=False), tmp_path / "pids"
-    proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", _template(pid_dir, "--path {path} --fail"))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", _template(pid_dir, "--path {path} --fail"),
+                  env={**os.environ, "TMPDIR": str(tmp)})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "exited with code 3 before answering" in proc.stderr and "refusing to start" in proc.stderr
+    [log] = _serve_logs(tmp)  # kept, and named in the error, for the user to read
+    assert f"log {log})" in proc.stderr and "refusing to start" in log.read_text()
     proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", "x --port {port} {weights}")
     assert proc.returncode == 2 and "unknown field {weights}" in proc.stderr
 
@@ -144,3 +197,43 @@ def test_no_server_outlives_a_stopped_sweep(tmp_path, topoeval_cmd, how):
         for p in _pids(pid_dir):
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("placeholder", ['"{path}"', "'{path}'", '"--path={path}"'])
+def test_a_quoted_placeholder_is_refused_with_a_hint(tmp_path, topoeval_cmd, placeholder):
+    """Issue 56: `--serve '... --path "{path}"'` handed the server a path with literal quotes in it (and, for a
+    folder with an apostrophe, was a traceback): the fields are passed as one argument each already."""
+    runs, pid_dir = _checkpoints(tmp_path / "bob's", lora=False), tmp_path / "pids"
+    path = placeholder if placeholder.startswith('"--') else f"--path {placeholder}"
+    proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", _template(pid_dir, path, "--name {name}"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().count("\n") == 0
+    assert "error: --serve: {path} is inside quotes; write {path} bare" in proc.stderr
+    assert _pids(pid_dir) == []  # refused before any server started
+
+
+def test_a_folder_with_an_apostrophe_reaches_the_server_as_it_is(tmp_path, topoeval_cmd):
+    runs, pid_dir, out = _checkpoints(tmp_path / "bob's run", lora=False), tmp_path / "pids", tmp_path / "sweep"
+    proc = _sweep(topoeval_cmd, runs, out, _template(pid_dir, "--path {path} --name {name}"), "--every", "4")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sweep = json.loads((out / "summary.json").read_text())
+    assert "bob's run" in sweep["points"][0]["path"]
+    # the servers read each folder's variant.txt: 4 is the oracle, 6 does nothing (a wrong path reads as oracle)
+    assert [p["mean"] for p in sweep["curves"][0]["success"]] == [1.0, 0.0]
+
+
+def test_a_server_that_exits_during_its_block_keeps_its_log_and_says_where(tmp_path, capsys):
+    from topoeval.models.managed_server import ManagedServer
+
+    where = tmp_path / "checkpoint-1"
+    where.mkdir()
+    server = ManagedServer(f"{sys.executable} {STANDIN} --port {{port}} --path {{path}}", path=where)
+    with server:
+        server.proc.kill()  # the server dies under the run
+        server.proc.wait(10)
+    log = Path(server.log.name)
+    assert log.is_file() and f"log is kept: {log}" in capsys.readouterr().err
+    log.unlink()
+    with ManagedServer(f"{sys.executable} {STANDIN} --port {{port}} --path {{path}}", path=where) as server:
+        pass
+    assert not Path(server.log.name).exists() and "log is kept" not in capsys.readouterr().err

@@ -45,7 +45,8 @@ def sweep(
                                                           "and global_step_<step>/ (verl) folders.")] = None,
     serve: Annotated[str | None, typer.Option(help="Server command template for the checkpoints: {path} {port} "
                                                    "{name}, or {lora_modules} for one server of every LoRA "
-                                                   "checkpoint.")] = None,
+                                                   "checkpoint; fields bare, not in quotes (each is passed as one "
+                                                   "argument).")] = None,
     base: Annotated[str | None, typer.Option(help="Model of step 0 (the policy training started from).")] = None,
     base_gguf: Annotated[Path | None, typer.Option(help="The GGUF of the base the LoRA checkpoints were trained on "
                                                         "(default: the embedded SmolLM2-135M, when it is theirs).")

@@ -12,9 +12,16 @@ with these fields filled in:
 
 (vLLM: ``--enable-lora --lora-modules {lora_modules}``.)
 
+The template is not run by a shell: it is split like a shell line, then each field is filled in as
+one argument, whatever it holds (spaces, quotes, an apostrophe: ``bob's run/checkpoint-2``). So a
+field is written bare, ``--model {path}``; one inside quotes (``"{path}"``, ``'{path}'``,
+``"--model={path}"``) would reach the server with the quotes in it, and is refused with that hint.
+
 Lifecycle (as :mod:`topoeval.models.llama_server` owns its llama-server; docs/sweeping.md):
 
-- started in a session (process group) of its own, its output in a log file; ready when
+- started in a session (process group) of its own, its output in a log file in the temporary
+  folder (removed after a clean run; kept, and its path printed, when the server failed to start,
+  exited on its own, or the run over it ended in an error or Ctrl-C); ready when
   ``GET /v1/models`` answers 200; a process that exits first, or no answer within
   ``startup_timeout_s``, is a one-line error with the last line of its log;
 - stopped on every exit: :meth:`ManagedServer.stop` (SIGTERM to the group, SIGKILL after a grace
@@ -47,13 +54,15 @@ FIELDS = ("port", "path", "name", "lora_modules")
 
 
 def check_template(template: str) -> None:
-    """A one-line UserError for a template that names an unknown field or no ``{port}``."""
+    """A one-line UserError for a template that names an unknown field or no ``{port}``, places a field
+    inside quotes, or does not split as a command line (unclosed quotes)."""
     import string
 
     try:
-        used = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+        parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
         raise UserError(f"--serve {template!r}: {exc}") from None
+    used = {f for _, f, _, _ in parsed if f is not None}
     unknown = sorted(used - set(FIELDS))
     if unknown:
         raise UserError(f"--serve: unknown field {{{unknown[0]}}}; a template may use "
@@ -64,6 +73,41 @@ def check_template(template: str) -> None:
     if "lora_modules" not in used and "path" not in used:
         raise UserError("--serve: the template must place {path} (a server per checkpoint) or {lora_modules} "
                         "(one server for every LoRA checkpoint)")
+    try:
+        shlex.split(template)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise UserError(f"--serve {template!r}: cannot split it as a command line: {exc}") from None
+    quoted = [f for f in _quoted_fields(parsed) if f != "port"]  # a port is digits: quotes do it no harm
+    if quoted:
+        raise UserError(f"--serve: {{{quoted[0]}}} is inside quotes; write {{{quoted[0]}}} bare: the command is split "
+                        "like a shell line (no shell runs it) and each field is passed as one argument already, "
+                        "spaces and quotes in it included, so the quotes would reach the server")
+
+
+def _quoted_fields(parsed: list[tuple[str, str | None, str | None, str | None]]) -> list[str]:
+    """The fields of a parsed template that stand inside single or double quotes, as :func:`shlex.split`
+    (POSIX) reads them: a backslash escapes the next character outside quotes, and ``"`` or ``\\`` in
+    double quotes."""
+    found = []
+    quote = ""  # the open quote, or "" outside quotes
+    escaped = False
+    for literal, field, _, _ in parsed:
+        for ch in literal:
+            if escaped:
+                escaped = False
+            elif quote == "'":
+                quote = "" if ch == "'" else quote
+            elif ch == "\\":
+                escaped = True
+            elif quote == '"':
+                quote = "" if ch == '"' else quote
+            elif ch in "'\"":
+                quote = ch
+        if field is not None:
+            escaped = False  # a backslash before a field escapes the field's first character
+            if quote:
+                found.append(field)
+    return found
 
 
 class ManagedServer:
@@ -80,7 +124,7 @@ class ManagedServer:
         modules = " ".join(shlex.quote(f"{k}={v}") for k, v in (lora_modules or {}).items())
         filled = template.format(port=self.port, path=shlex.quote(str(path or "")), name=shlex.quote(name or ""),
                                  lora_modules=modules)
-        self.cmd = shlex.split(filled)
+        self.cmd = shlex.split(filled)  # bare fields only (check_template): each is one argument here
         self.log = tempfile.NamedTemporaryFile(prefix="topoeval-serve-", suffix=".log", delete=False)
         self.started_at = time.monotonic()
         try:
@@ -89,6 +133,7 @@ class ManagedServer:
                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         except OSError as exc:
             self.log.close()
+            self.remove_log()  # nothing ran: nothing to read in it
             raise UserError(f"--serve: could not start {self.cmd[0]!r}: {exc.strerror or exc}") from None
         atexit.register(self.stop)
 
@@ -104,8 +149,21 @@ class ManagedServer:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        """Stop the server; remove its log after a clean run (no error, the server still up until now), else
+        keep it and say where on stderr."""
+        clean = exc_type is None and self.alive()
         self.stop()
+        if clean:
+            self.remove_log()
+        else:
+            print(f"--serve: {self.cmd[0]}'s log is kept: {self.log.name}", file=sys.stderr)
+
+    def remove_log(self) -> None:
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None
