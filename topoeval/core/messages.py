@@ -55,9 +55,14 @@ class AssistantMessage(BaseModel):
         arguments given as an object are serialised, missing or empty ones are ``"{}"``; a call without
         an id gets ``id_template`` filled with its index (``""``: left for the caller to assign). Content
         given as parts is joined. Nothing here raises on a malformed call: the runner validates them.
+        ``tool_calls`` that is not a list (a string, an object, a number) is one call with no name (one
+        invalid call, its arguments the value as JSON), never one call per character or key.
         """
         calls = []
-        for i, call in enumerate(_get(message, "tool_calls") or []):
+        raw_calls = _get(message, "tool_calls") or []
+        if not isinstance(raw_calls, (list, tuple)):
+            raw_calls = [{"name": "", "arguments": json.dumps(raw_calls, ensure_ascii=False, default=str)}]
+        for i, call in enumerate(raw_calls):
             fn = _get(call, "function") or call
             args = _get(fn, "arguments")
             if args is not None and not isinstance(args, str):
