@@ -154,6 +154,9 @@ def test_a_server_that_cannot_start_is_one_line(tmp_path, topoeval_cmd):
     assert f"log {log})" in proc.stderr and "refusing to start" in log.read_text()
     proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", "x --port {port} {weights}")
     assert proc.returncode == 2 and "unknown field {weights}" in proc.stderr
+    proc = _sweep(topoeval_cmd, runs, tmp_path / "sweep", "x --port {port} {path} --flag 'unclosed")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "cannot split it as a command line: No closing quotation" in proc.stderr
 
 
 def test_full_weights_without_a_server_ask_for_one(tmp_path, topoeval_cmd):
