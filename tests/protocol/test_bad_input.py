@@ -276,3 +276,26 @@ if __name__ == "__main__":  # the figures the docs quote
             kind, message, seconds = in_child(load_protocol, path)
             print(f"{label}: {len(path.read_bytes())} bytes, {kind} in {seconds * 1000:.1f} ms: {message[:90]}")
 
+
+
+def test_a_task_file_overlay_or_suite_manifest_that_is_not_utf8_is_one_line(tmp_path):
+    """Every YAML file topoeval reads goes through the same decoding: a stray byte in a task file, an overlay
+    or a suite manifest is one line with its byte offset, never a UnicodeDecodeError."""
+    load_mcp_suite()
+    from topoeval.protocol.discovery import load_suite_folder
+    from topoeval_suite_mcp.annotations import load_overlay
+    from topoeval_suite_mcp.taskfile import load_task_file
+
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_bytes(b"name: t\n# caf\xe9\ntasks: []\n")
+    kind, message, _ = in_child(load_task_file, tasks)
+    assert kind == "ValueError" and message.startswith(f"{tasks}:2: not UTF-8: byte 0xe9 at byte offset 13"), message
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_bytes("tools: {}\n".encode("utf-16"))
+    kind, message, _ = in_child(load_overlay, overlay)
+    assert kind == "ValueError" and "UTF-16 (little-endian)" in message and message.startswith(f"{overlay}:1:")
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "suite.yaml").write_bytes(b"name: s\nsuite: x:Y\n# \xff\n")
+    kind, message, _ = in_child(load_suite_folder, folder)
+    assert kind == "YamlRejected" and message.startswith(f"{folder / 'suite.yaml'}:3: not UTF-8: byte 0xff"), message

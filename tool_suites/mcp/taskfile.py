@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from topoeval.core.answers import exact_match, normalize_answer
 from topoeval.core.commands import command_env, guard
 from topoeval.core.suite import GoldCall
-from topoeval.core.yamlfile import YamlRejected, load_yaml
+from topoeval.core.yamlfile import YamlRejected, load_yaml, read_yaml_file
 
 Split = Literal["train", "dev", "test", "fewshot"]
 COMMAND_TIMEOUT_S = 30.0
@@ -205,7 +205,7 @@ def load_task_file(path: Path) -> TaskFile:
     if key in _CACHE:
         return _CACHE[key]
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_yaml_file(path)
         if path.suffix == ".jsonl":
             raw: Any = {"name": path.stem, "tasks": [json.loads(line) for line in text.splitlines() if line.strip()]}
         else:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Effect, ToolSpec
-from topoeval.core.yamlfile import YamlRejected, load_yaml
+from topoeval.core.yamlfile import YamlRejected, load_yaml, read_yaml_file
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -73,7 +73,7 @@ def load_model_file(path: Path, model: type[ModelT], *, what: str = "", error: t
     """
     if raw is None:
         try:
-            raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+            raw = load_yaml(read_yaml_file(path), str(path)) or {}
         except YamlRejected as exc:
             raise error(str(exc)) from None
         except (OSError, yaml.YAMLError) as exc:

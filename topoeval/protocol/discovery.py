@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Suite, SuiteManifest
-from topoeval.core.yamlfile import load_yaml
+from topoeval.core.yamlfile import load_yaml, read_yaml_file
 
 ENTRY_POINT_GROUP = "topoeval.suites"
 #: the distribution whose entry points are the shipped suites
@@ -112,7 +112,7 @@ def load_suite_folder(folder: str | Path) -> Suite:
     folder = Path(folder).resolve()
     manifest_path = folder / "suite.yaml"
     try:
-        raw = load_yaml(manifest_path.read_text(encoding="utf-8"), str(manifest_path))
+        raw = load_yaml(read_yaml_file(manifest_path), str(manifest_path))
     except (OSError, yaml.YAMLError) as exc:
         raise UserError(f"{manifest_path}: cannot read suite manifest: {exc}") from None
     try:
