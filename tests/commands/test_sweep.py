@@ -252,3 +252,20 @@ def test_peft_checkpoints_of_the_embedded_model_are_converted_once_and_evaluated
     assert len(episodes) == 6 and not [e for e in episodes if e["status"] == "error"]
     wiki = {e["model"]: e["messages"] for e in episodes if e["topology"] == "wiki"}
     assert wiki["step-2"] != wiki["smollm2-135m"] and wiki["step-4"] != wiki["step-2"]  # each adapter applied
+
+
+def test_a_protocol_file_a_training_record_names_is_never_loaded_unasked(tmp_path, cli):
+    """A training folder may come from anyone: a protocol file its record names (which would import suites and
+    could run what its topologies name) is refused in one line saying to pass it with --protocol."""
+    hostile = tmp_path / "hostile.yaml"
+    marker = tmp_path / "marker"
+    hostile.write_text(f"name: hostile\ntrain: {{name: a, suite: 'x:{marker}'}}\n")
+    record = tmp_path / "run.json"
+    record.write_text(json.dumps({"model": "m", "steps": 1, "config": {}, "protocol": str(hostile)}))
+    proc = cli("sweep", str(record))
+    assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
+    assert f"names the protocol file '{hostile}'" in proc.stderr and f"--protocol {hostile}" in proc.stderr
+    assert not marker.exists()
+    record.write_text(json.dumps({"model": "m", "steps": 1, "config": {}}))
+    proc = cli("sweep", str(record))
+    assert proc.returncode == 2 and "names no protocol; give --protocol" in proc.stderr

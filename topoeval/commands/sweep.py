@@ -93,12 +93,28 @@ def _sweep_training(training: Path, protocol: str | None, work_dir: Path | None,
     from topoeval.training.checkpoints import checkpoint_points, read_record, sweep_training
 
     record, path = read_record(training)
-    protocol = protocol or record["protocol"]
+    if protocol is None:
+        protocol = _recorded_protocol(record, path)
     folder = Path(out or Path("results") / Path(protocol).stem / f"sweep-{record['model']}")
     pts = checkpoint_points(record, folder / "adapters", work_dir, every)
     info = sweep_training(record, path, every)
     result = run_sweep(protocol, pts, folder, training=info, adapters=folder / "adapters", baseline=shots, **settings)
     _echo(result, folder)
+
+
+def _recorded_protocol(record: dict[str, Any], path: Path) -> str:
+    """The protocol a training record names, when it is a shipped one by name: a protocol file a record names
+    is never loaded unasked (loading one imports its suites and may run what its topologies name, and a
+    training folder may come from anyone); the caller names it with --protocol instead."""
+    from topoeval.protocol.discovery import looks_like_path
+
+    named = record.get("protocol")
+    if not isinstance(named, str) or not named:
+        raise UserError(f"{path}: the training record names no protocol; give --protocol")
+    if looks_like_path(named):
+        raise UserError(f"{path}: the training record names the protocol file '{named}', which a sweep does not "
+                        f"load unasked; if you trust it, give it yourself: --protocol {named}")
+    return named
 
 
 def _sweep_protocol(protocol: str, point: list[str], points_file: Path | None, checkpoints: Path | None,
