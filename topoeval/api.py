@@ -52,7 +52,7 @@ from topoeval.runner.store import EPISODES, RUN_JSON, EpisodeStore, finished_key
 
 __all__ = ["RunResult", "SweepPoint", "run_sweep",
            "UnknownCell", "RunConfig", "run_protocol", "arun_protocol", "summarise_run", "merge_runs",
-           "compare_runs", "sensitivity_matrix", "ContaminationWarning",
+           "compare_runs", "compare_paired", "sensitivity_matrix", "ContaminationWarning",
            "BackendWarning", "MissingEpisodes"]
 
 
@@ -343,6 +343,16 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> dict[str, Any]:
 
     matrix = combine_matrices([(d.name, s.get("matrix")) for d, s in zip(dirs, summaries, strict=True)])
     return {"protocol": summaries[0]["protocol"], "cells": cells, "matrix": matrix, "notes": notes}
+
+
+def compare_paired(run_dirs: Sequence[str | Path], models: Sequence[str] | None = None) -> Any:
+    """The paired comparison ``topoeval compare`` prints (:class:`topoeval.analysis.paired_runs.PairedRuns`): two
+    models of one run (``models`` A B), or two runs of one protocol and task set, per cell: the tasks that flipped
+    0 → 1 and 1 → 0, McNemar's exact p, paired bootstrap CIs of success, dq and each dimension, and the verdict
+    (docs/collapse-report.md#paired-comparison). Different task sets are a one-line UserError."""
+    from topoeval.analysis.paired_runs import paired_runs
+
+    return paired_runs(run_dirs, models)
 
 
 def sensitivity_matrix(target: Any, n_tasks: int) -> dict[str, Any]:

@@ -1,0 +1,59 @@
+"""``topoeval compare``'s paired comparison: the printed flips, McNemar's p and verdict, --json, --out, refusals."""
+
+import json
+
+from tests.analysis.paired_folders import make_run, ones
+
+
+def _run(tmp_path):
+    return make_run(tmp_path / "run", {"sft": {"wiki": ones(12, 2), "travel": ones(12, 6)},
+                                       "grpo": {"wiki": ones(12, 10), "travel": ones(12, 6)}})
+
+
+def test_compare_models_prints_each_cell_s_flips_with_task_ids_mcnemar_p_and_verdict(tmp_path, cli):
+    proc = cli("compare", str(_run(tmp_path)), "--models", "sft", "grpo")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "paired: grpo against sft" in out
+    wiki = next(line for line in out.splitlines() if "│ wiki" in line)
+    assert "8: t02, t03, t04, t05, t06, t07 +2 more" in wiki and "0.0078" in wiki and "grpo better" in wiki
+    assert "+0.67 [" in wiki  # the paired CI of success
+    travel = next(line for line in out.splitlines() if "│ travel" in line)
+    assert travel.rstrip(" │").endswith("tie")
+    assert "verdict rule: paired, per cell: B better when McNemar's exact p < 0.05" in out
+
+
+def test_compare_json_prints_the_paired_comparison_and_out_writes_it(tmp_path, cli):
+    target = tmp_path / "compare.json"
+    proc = cli("compare", str(_run(tmp_path)), "--models", "sft", "grpo", "--json", "--out", str(target))
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed == json.loads(target.read_text())
+    assert printed["schema"] == "topoeval.compare/1" and printed["alpha"] == 0.05
+    wiki = printed["comparisons"][0]["cells"][0]
+    assert wiki["flips"]["up"] == [f"t{i:02}" for i in range(2, 10)] and wiki["verdict"] == "b_better"
+    assert wiki["mcnemar_p"] == 2 / 256 and wiki["quality"]["dq"]["n"] == 12
+
+
+def test_two_runs_get_their_paired_comparison_beside_the_tables(tmp_path, cli):
+    a = make_run(tmp_path / "a", {"base": {"wiki": ones(8, 1)}})
+    b = make_run(tmp_path / "b", {"tuned": {"wiki": ones(8, 8)}})
+    proc = cli("compare", str(a), str(b))
+    assert proc.returncode == 0, proc.stderr
+    assert "paired: tuned (b) against base (a)" in proc.stdout and "tuned (b) better" in proc.stdout
+
+
+def test_two_runs_of_different_task_sets_are_refused_when_the_paired_comparison_is_asked(tmp_path, cli):
+    a = make_run(tmp_path / "a", {"m": {"wiki": ones(8, 1)}}, task_set="one")
+    b = make_run(tmp_path / "b", {"m": {"wiki": ones(8, 8)}}, task_set="two")
+    proc = cli("compare", str(a), str(b), "--json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().startswith("error: runs of different task sets cannot be paired")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    plain = cli("compare", str(a), str(b))  # the side-by-side tables still work, with a note
+    assert plain.returncode == 0 and "note: no paired comparison: runs of different task sets" in plain.stdout
+
+
+def test_json_without_a_pair_to_compare_is_one_line(tmp_path, cli):
+    proc = cli("compare", str(_run(tmp_path)), "--json")
+    assert proc.returncode == 2 and "one run with --models A B" in proc.stderr
