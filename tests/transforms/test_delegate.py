@@ -13,6 +13,7 @@ from topoeval.core.fixed_pool import FixedPoolSuite
 from topoeval.core.messages import calls, final
 from topoeval.core.suite import GoldCall, Suite, SuiteManifest, Task, task_id
 from topoeval.transforms import SuiteView
+from topoeval.transforms.args import SeedArgs
 from topoeval.transforms.delegate import FORWARDED, DelegatingSuite
 from topoeval.transforms.renaming import rename_tools
 
@@ -73,7 +74,7 @@ def test_a_view_forwards_task_problems_pool_size_and_the_pools_refusal(inner):
 
 
 def test_a_renaming_maps_tasks_from_generate_and_tasks_alike(inner):
-    renamed = rename_tools(inner, {"seed": 1})
+    renamed = rename_tools(inner, SeedArgs(seed=1))
     p = renamed.parse_params({})
     outer = renamed.tools_for(p)[0].name
     assert outer != "search"

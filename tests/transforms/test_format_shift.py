@@ -38,8 +38,9 @@ def test_the_transform_keeps_the_suite_and_names_its_format(registry):
 
 
 @pytest.mark.parametrize("args, message", [({"format": "xml"}, "unknown format 'xml'"),
-                                           ({}, "takes one argument, format"),
-                                           ({"format": "json", "strict": True}, "not strict")])
+                                           ({}, "args.format: tool_format: required argument is missing"),
+                                           ({"format": "json", "strict": True},
+                                            "unknown argument 'strict' \\(it takes: format\\)")])
 def test_a_bad_format_step_is_a_protocol_error(tmp_path, fixture_suites, args, message):
     proto = tmp_path / "p.yaml"
     proto.write_text(PROTOCOL.replace("{format: json}", json.dumps(args)))

@@ -115,7 +115,8 @@ def _matrix_errors(protocol: Protocol) -> list[tuple[Loc, str]]:
 
 def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[Loc, str]]:
     """Checks across fields and against the suite registry."""
-    from topoeval.transforms import apply_transforms, known_transforms
+    from topoeval.transforms import apply_transforms, known_transforms, transform_args_model
+    from topoeval.transforms.args import arg_errors
 
     errors: list[tuple[Loc, str]] = []
     if protocol.matrix is not None:
@@ -176,13 +177,18 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                            if all(problem != msg for _, msg in errors)]
             except UserError:  # the tools cannot be listed (a server that does not start): the episodes say so
                 pass
+        args_ok = True
         for j, tr in enumerate(topo.transforms):
             if tr.name not in transforms:
                 hint = did_you_mean(tr.name, sorted(transforms)) or (
                     f" (known: {', '.join(sorted(transforms))})" if transforms else " (no transforms are defined yet)"
                 )
                 errors.append(((*loc, "transforms", j, "name"), f"unknown transform '{tr.name}'{hint}"))
-        if all(tr.name in transforms for tr in topo.transforms):
+                continue
+            bad_args = arg_errors(transform_args_model(tr.name), tr.args)
+            errors += [((*loc, "transforms", j, "args", *where), f"{tr.name}: {msg}") for where, msg in bad_args]
+            args_ok = args_ok and not bad_args
+        if args_ok and all(tr.name in transforms for tr in topo.transforms):
             try:
                 transformed = apply_transforms(suite, topo.transforms)
             except UserError as exc:

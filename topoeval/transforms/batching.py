@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from topoeval.core.messages import AssistantMessage, ToolCall
 from topoeval.core.suite import Effect, Suite, Task, ToolError, ToolSpec, TopologyDescriptor, World
 
+from .args import NoArgs
 from .params import SuiteView
 
 BATCH_SUFFIX = "_batch"
@@ -202,11 +203,11 @@ class OneCallPerTurnSuite(SuiteView):
         return reply.model_copy(update={"tool_calls": reply.tool_calls[:1]})
 
 
-def batch_api(suite: Suite, args: dict[str, Any]) -> Suite:
+def batch_api(suite: Suite, args: NoArgs) -> Suite:
     return BatchSuite(suite)
 
 
-def no_batch(suite: Suite, args: dict[str, Any]) -> Suite:
+def no_batch(suite: Suite, args: NoArgs) -> Suite:
     return OneCallPerTurnSuite(suite)
 
 

@@ -8,11 +8,8 @@ reference policies act on the world directly and are unaffected (the oracle stay
 
 from __future__ import annotations
 
-from typing import Any
-
-from topoeval.core.errors import UserError
 from topoeval.core.suite import Suite
-from topoeval.formats import known_formats
+from topoeval.transforms.args import ToolFormatArgs
 from topoeval.transforms.params import SuiteView
 
 
@@ -25,11 +22,6 @@ class FormatView(SuiteView):
         self.tool_format = tool_format
 
 
-def tool_format(suite: Suite, args: dict[str, Any]) -> Suite:
-    unknown = sorted(set(args) - {"format"})
-    if unknown or not isinstance(args.get("format"), str):
-        raise UserError(f"tool_format takes one argument, format (one of: {', '.join(known_formats())})"
-                        + (f"; not {', '.join(unknown)}" if unknown else ""))
-    if args["format"] not in known_formats():
-        raise UserError(f"tool_format: unknown format '{args['format']}' (known: {', '.join(known_formats())})")
-    return FormatView(suite, args["format"])
+def tool_format(suite: Suite, args: ToolFormatArgs) -> Suite:
+    """The format is checked with the arguments (:class:`~topoeval.transforms.args.ToolFormatArgs`)."""
+    return FormatView(suite, args.format)

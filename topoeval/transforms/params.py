@@ -13,6 +13,7 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.core.suite import Suite, ToolSpec, TopologyDescriptor
 
+from .args import HideSlotsArgs, NoArgs, SeedArgs
 from .delegate import DelegatingSuite
 
 
@@ -47,27 +48,27 @@ def _needs_param(suite: Suite, field: str, transform: str) -> None:
                         f"(it has no '{field}' parameter)")
 
 
-def hide_slots(suite: Suite, args: dict[str, Any]) -> Suite:
+def hide_slots(suite: Suite, args: HideSlotsArgs) -> Suite:
     _needs_param(suite, "hide", "hide_slots")
-    return SuiteView(suite, {"hide": list(args.get("slots", []))}, {"user": "hidden_slots"})
+    return SuiteView(suite, {"hide": list(args.slots)}, {"user": "hidden_slots"})
 
 
-def shuffle_priority(suite: Suite, args: dict[str, Any]) -> Suite:
+def shuffle_priority(suite: Suite, args: SeedArgs) -> Suite:
     _needs_param(suite, "priority_seed", "shuffle_priority")
-    return SuiteView(suite, {"priority_seed": int(args.get("seed", 0))}, {"ordering": "partial_order"})
+    return SuiteView(suite, {"priority_seed": args.seed}, {"ordering": "partial_order"})
 
 
-def merge_hold_pay(suite: Suite, args: dict[str, Any]) -> Suite:
+def merge_hold_pay(suite: Suite, args: NoArgs) -> Suite:
     _needs_param(suite, "booking", "merge_hold_pay")
     return SuiteView(suite, {"booking": "direct"}, {"reversibility": "some_irreversible"})
 
 
-def refundable(suite: Suite, args: dict[str, Any]) -> Suite:
+def refundable(suite: Suite, args: NoArgs) -> Suite:
     _needs_param(suite, "refundable", "refundable")
     return SuiteView(suite, {"refundable": True}, {"reversibility": "all_reversible"})
 
 
-def split_instructions(suite: Suite, args: dict[str, Any]) -> Suite:
+def split_instructions(suite: Suite, args: NoArgs) -> Suite:
     """One instruction becomes a conversation: the suite poses each task as dependent user
     instructions sent one at a time (suites with an ``instructions`` parameter; travel: the route
     first, dates and wishes next, "now book it" last)."""

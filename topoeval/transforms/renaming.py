@@ -12,6 +12,7 @@ from typing import Any
 from topoeval.core.messages import AssistantMessage, ToolCall
 from topoeval.core.suite import Effect, GoldCall, Suite, Task, ToolSpec, World
 
+from .args import DistractorArgs, SeedArgs
 from .delegate import DelegatingSuite
 
 TOOL_SYNONYMS = {
@@ -185,8 +186,8 @@ def _parts(suite: Suite) -> tuple[Suite, dict[str, str], dict[str, dict[str, str
     return suite, {}, {}, []
 
 
-def rename_tools(suite: Suite, args: dict[str, Any]) -> Suite:
-    rng = random.Random(args.get("seed", 0))
+def rename_tools(suite: Suite, args: SeedArgs) -> Suite:
+    rng = random.Random(args.seed)
     base, tools, arg_names, distractors = _parts(suite)
     for t in base.tools:
         tools[t.name] = rng.choice(TOOL_SYNONYMS.get(t.name, [f"{t.name}_tool"]))
@@ -194,8 +195,8 @@ def rename_tools(suite: Suite, args: dict[str, Any]) -> Suite:
                     {"schema_name": suite.manifest.topology.schema_name + "+renamed_tools"})
 
 
-def rename_args(suite: Suite, args: dict[str, Any]) -> Suite:
-    rng = random.Random(args.get("seed", 0))
+def rename_args(suite: Suite, args: SeedArgs) -> Suite:
+    rng = random.Random(args.seed)
     base, tools, arg_names, distractors = _parts(suite)
     for t in base.tools:
         amap = arg_names.setdefault(t.name, {})
@@ -205,8 +206,8 @@ def rename_args(suite: Suite, args: dict[str, Any]) -> Suite:
                     {"schema_name": suite.manifest.topology.schema_name + "+renamed_args"})
 
 
-def distractor_tools(suite: Suite, args: dict[str, Any]) -> Suite:
-    n = int(args.get("n", 2))
+def distractor_tools(suite: Suite, args: DistractorArgs) -> Suite:
+    n = args.n
     taken = {t.name for t in suite.tools}
     extra = [
         ToolSpec(name=name, description=desc, effect=Effect.read, idempotent=True, parallel_safe=True,
