@@ -30,7 +30,7 @@ def served(tmp_path_factory):
 
 def paths(rid):
     return ["data/runs.json", f"data/{rid}.json", f"data/{rid}/all.json", f"data/{rid}/0.json",
-            f"files/{rid}/plot_ladder.png", "", "index.html"]
+            f"data/{rid}/flips/0.json", f"files/{rid}/plot_ladder.png", "", "index.html"]
 
 
 def test_every_data_and_file_path_needs_the_token(served):
@@ -42,7 +42,7 @@ def test_every_data_and_file_path_needs_the_token(served):
         assert get(viewer.base + path, viewer.token)[0] == 200, path
         cookie = {"Cookie": f'other="a b; c,d; {cookie_name(viewer.port)}={viewer.token}'}
         assert get(viewer.base + path, headers=cookie)[0] == 200, path
-    for public in ("app.js", "style.css"):  # the page's code holds no data
+    for public in ("app.js", "flips.js", "style.css"):  # the page's code holds no data
         assert get(viewer.base + public)[0] == 200
 
 
@@ -66,7 +66,7 @@ def test_a_wrong_host_or_a_foreign_origin_or_site_is_refused(served):
                {"Origin": f"http://127.0.0.1:{viewer.port + 1}"}, {"Origin": "null"},
                {"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}]
     for headers in refused:
-        for path in (*paths(rid), "app.js"):
+        for path in (*paths(rid), "app.js", "flips.js"):
             status, _, body = get(viewer.base + path, viewer.token, headers)
             assert status == 403 and body.startswith(b"forbidden: "), (headers, path)
     same = {"Origin": f"http://127.0.0.1:{viewer.port}", "Sec-Fetch-Site": "same-origin"}
@@ -75,7 +75,7 @@ def test_a_wrong_host_or_a_foreign_origin_or_site_is_refused(served):
 
 def test_data_are_json_that_no_page_can_run_as_a_script(served):
     viewer, rid = served
-    for path in paths(rid)[:4]:
+    for path in paths(rid)[:5]:
         status, headers, body = get(viewer.base + path, viewer.token)
         assert status == 200 and headers["Content-Type"] == "application/json; charset=utf-8", path
         assert headers["X-Content-Type-Options"] == "nosniff"

@@ -184,16 +184,21 @@ def test_an_episode_is_a_conversation(viewer, ref, tmp_path):
 
 
 def turn_rows(dom):
-    """{turn: {"label": its label, side: (the cell's class, the cell's html)}} of the turn-by-turn
-    comparison, in the page's order (side a on the left, b on the right)."""
+    """{turn: {"label": its label, "first_diff": whether it is marked as the first turn where the two
+    differ, side: (the cell's class, the cell's html)}} of the turn-by-turn comparison, in the page's
+    order (side a on the left, b on the right)."""
     rows = {}
-    for chunk in dom.split('<div class="turn-row" data-turn="')[1:]:
-        turn, rest = chunk.split('"', 1)
+    for chunk in re.split(r'<div class="turn-row(?=[ "])', dom)[1:]:
+        head = re.match(r'( first-diff)?" data-turn="([^"]*)"', chunk)
+        assert head, chunk[:200]
+        rest = chunk[head.end():]
         parts = re.split(r'<div class="(turn-cell[^"]*)" data-side="([ab])">', rest)
         assert len(parts) == 7 and parts[2] == "a" and parts[5] == "b", rest[:300]
-        label = re.fullmatch(r'><div class="turn-label">([^<]*)</div>', parts[0])
+        note = '<div class="diff-note">first difference</div>' if head.group(1) else ""
+        label = re.fullmatch(rf'><div class="turn-label">([^<]*){note}</div>', parts[0])
         assert label, parts[0]
-        rows[turn] = {"label": label.group(1), "a": (parts[1], parts[3]), "b": (parts[4], parts[6])}
+        rows[head.group(2)] = {"label": label.group(1), "first_diff": bool(head.group(1)),
+                               "a": (parts[1], parts[3]), "b": (parts[4], parts[6])}
     return rows
 
 
@@ -246,6 +251,46 @@ def test_two_models_side_by_side_turn_by_turn(root, viewer, ref, tmp_path):
     assert 'class="call irreversible unsafe"><div><span class="name">pay</span>' in html["3"]["a"]
     assert '<span class="name">pay</span>' in html["5"]["b"] and "unsafe" not in html["5"]["b"]
     assert "system prompt (" in html["system"]["a"] and "system prompt (" in html["system"]["b"]
+
+
+def test_what_flipped_in_a_real_run_agrees_with_the_paired_comparison_of_its_records(root, ref):
+    """The page's flips (from the index's compact rows) are topoeval compare's (from the records read whole)."""
+    from topoeval.analysis.paired import compare_models
+
+    rid, run = ref
+    catalogue = Catalogue(root)
+    index = catalogue.index(rid)
+    records = index.records(0, len(index))
+    for cell, (model, baseline, topology) in enumerate(index.cells):
+        for pair in catalogue.flips_payload(rid, cell)["against"]:
+            paired = compare_models(records, model, records, pair["model"])
+            (same,) = [c for c in paired.cells if (c.baseline, c.topology) == (baseline, topology)]
+            assert [index.tasks[r[0]] for r in pair["up"]] == same.flips.up
+            assert [index.tasks[r[0]] for r in pair["down"]] == same.flips.down
+            assert (pair["p"], pair["verdict"], pair["both"], pair["neither"]) == (
+                same.mcnemar_p, same.verdict, len(same.flips.both), len(same.flips.neither))
+            for task, a, b in pair["up"] + pair["down"]:  # the two episodes opened are that task's, of A and B
+                assert [run["cells"][run["episodes"][n][0]]["model"] for n in (a, b)] == [model, pair["model"]]
+                assert run["episodes"][a][1] == run["episodes"][b][1] == task
+    random_travel = next(i for i, c in enumerate(run["cells"]) if (c["model"], c["topology"]) == ("random", "travel"))
+    oracle = next(p for p in catalogue.flips_payload(rid, random_travel)["against"] if p["model"] == "oracle")
+    assert len(oracle["up"]) == 3 and oracle["down"] == []  # the oracle solves the 3 tasks random fails
+
+
+@needs_chromium
+def test_what_flipped_in_a_real_run(viewer, ref, tmp_path):
+    rid, run = ref
+    cell, oracle = (next(i for i, c in enumerate(run["cells"]) if (c["model"], c["topology"]) == (m, "travel"))
+                    for m in ("random", "oracle"))
+    dom = browse(page(viewer, f"run={rid}&flips={cell}"), tmp_path, "9-flips-real-run.png", height=1100)
+    plain = text(dom)  # the next model of the run by default: oracle-reckless
+    assert "What flipped: random → oracle-reckless" in plain and "0 → 1: 3 solved by oracle-reckless" in plain
+    assert "McNemar exact p = 0.250 · verdict: tie" in plain  # 3 of 3 flipped up is not enough tasks to tell
+    n = episode(run, "random", "travel", 1)
+    dom = browse(page(viewer, f"run={rid}&flips={cell}&with={oracle}&task={run['episodes'][n][1]}"), tmp_path,
+                 "9-flips-real-run-pair.png", height=1100)
+    assert "solved by oracle, not by random" in text(dom)
+    assert [r for r, row in turn_rows(dom).items() if row["first_diff"]] == ["1"]
 
 
 @needs_chromium

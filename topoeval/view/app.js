@@ -1,6 +1,7 @@
 /* topoeval view: the runs list, a run (headline, pictures, tables, episodes), an episode as a
-   conversation, two episodes side by side. All state is in the query string (?run=&cell=&outcome=
-   &dim=&page=&ep=&vs=), so a URL opens any view. Data come from the server as JSON, fetched with the
+   conversation, two episodes side by side (the first turn where they differ marked), and a cell's
+   "what flipped" page (flips.js). All state is in the query string (?run=&cell=&outcome=&dim=&page=
+   &ep=&vs=, and flips.js's &flips=&with=&dir=&task=), so a URL opens any view. Data come from the server as JSON, fetched with the
    launch's token (data/*.json); a static export's page (body data-source="scripts") loads them as
    scripts calling topoevalData (data/*.js), which work from file://, and only for a run id its runs
    list holds. Episode text is always set as text (el()), never parsed as markup. */
@@ -87,6 +88,11 @@
   }
 
   /* ---------- a run ---------- */
+  function comparable(run, i) {
+    // whether another model ran cell i's baseline and topology (its "what flipped" page has something to show)
+    var c = run.cells[i];
+    return run.cells.some(function (o) { return o.model !== c.model && o.baseline === c.baseline && o.topology === c.topology; });
+  }
   function cellLabel(c) { return c.model + " · " + c.baseline + " · " + c.topology + (c.role ? " [" + c.role + "]" : ""); }
   function keep(run, e, f) {
     if (f.cell !== "" && e[0] !== +f.cell) return false;
@@ -143,6 +149,11 @@
       select("Outcome", "outcome", [["", "all"], ["success", "successes"], ["failure", "failures"], ["error", "errors (backend failed)"]], f.outcome),
       select("Failing dimension", "dim", [["", "any"]].concat(run.dimensions.map(function (d) { return [d, d + " < 1"]; })), f.dim));
     main.appendChild(bar);
+    if (f.cell !== "" && run.cells[+f.cell] && comparable(run, +f.cell)) {
+      var what = add(el("p", "what-flipped"), link({ run: run.id, flips: f.cell }, "What flipped: " + run.cells[+f.cell].model +
+        " against another model on " + run.cells[+f.cell].topology + " →"));
+      main.appendChild(what);
+    }
     var shown = [];
     run.episodes.forEach(function (e, n) { if (keep(run, e, f)) shown.push(n); });
     var page = +(q.get("page") || 0), t = el("table"), hr = el("tr");
@@ -312,13 +323,33 @@
     epilogue(rec).forEach(function (e) { conv.appendChild(e); });
     return conv;
   }
+  function turnKeys(rec) {
+    // each turn as turns() cuts it (the user turns before an assistant message, that message), with the
+    // results of its calls, as one comparable text (call ids left out: they differ between any two runs)
+    var out = [], cur = null;
+    (rec.messages || []).forEach(function (m) {
+      if ((m.role === "user" || m.role === "assistant") && cur && cur.a) { out.push(cur); cur = null; }
+      cur = cur || { u: [], a: null, r: [] };
+      if (m.role === "user") cur.u.push(m.content);
+      else if (m.role === "assistant") cur.a = [m.content || "", (m.tool_calls || []).map(function (tc) { var f = tc["function"] || {}; return [f.name, f.arguments]; })];
+      else if (m.role === "tool") cur.r.push(m.content);
+    });
+    if (cur) out.push(cur);
+    return out.map(function (t) { return JSON.stringify(t); });
+  }
+  function firstDiff(recs) {
+    // the first turn (1-based) where the two conversations differ, or null where they are the same
+    var a = turnKeys(recs[0]), b = turnKeys(recs[1]);
+    for (var i = 0; i < Math.max(a.length, b.length); i++) if (i >= a.length || i >= b.length || a[i] !== b[i]) return i + 1;
+    return null;
+  }
   function aligned(run, recs) {
     // two conversations turn by turn: row i holds assistant turn i of each, with the user turns before
     // it and its calls' results and traveller answers; a side that ended sooner leaves its cell empty
-    var grid = el("div", "aligned"), views = recs.map(turnView), lists = recs.map(turns);
+    var grid = el("div", "aligned"), views = recs.map(turnView), lists = recs.map(turns), diff = String(firstDiff(recs));
     function row(label, key, cells, ended) {
-      var r = el("div", "turn-row"); r.dataset.turn = key;
-      r.appendChild(el("div", "turn-label", label));
+      var r = el("div", "turn-row" + (key === diff ? " first-diff" : "")); r.dataset.turn = key;
+      r.appendChild(add(el("div", "turn-label", label), key === diff ? el("div", "diff-note", "first difference") : null));
       cells.forEach(function (items, side) {
         var cell = el("div", "turn-cell conv" + (ended && ended[side] ? " none" : "")); cell.dataset.side = side ? "b" : "a";
         items.forEach(function (e) { if (e) cell.appendChild(e); });
@@ -359,13 +390,17 @@
     add(col, scoresPanel(run, rec), others === undefined ? null : drawn(function () { return conversation(run, rec); }));
     return col;
   }
-  function showEpisode(run, n, vs) {
-    var back = state({});
-    crumb([{ text: "runs", href: {} }, { text: run.path, href: back }, { text: "episode " + n + (vs !== null ? " vs " + vs : "") }]);
+  function showEpisode(run, n, vs, from) {
+    // from: the "what flipped" page that opened this pair (flips.js): its link back, a banner, and the
+    // page scrolled to the first turn where the two differ
+    var back = from ? from.back : state({});
+    crumb([{ text: "runs", href: {} }, { text: run.path, href: state({}) }].concat(from ? [{ text: from.crumb, href: back }] : [])
+      .concat([{ text: "episode " + n + (vs !== null ? " vs " + vs : "") }]));
     main.innerHTML = "";
     var wanted = [record(run, n)].concat(vs !== null ? [record(run, vs)] : []);
     return Promise.all(wanted).then(function (recs) {
-      main.appendChild(link(back, "← episodes"));
+      main.appendChild(link(back, from ? "← what flipped" : "← episodes"));
+      if (from) main.appendChild(from.banner);
       if (vs === null) { main.appendChild(episodeColumn(run, n, recs[0], sameTask(run, n))); return done(); }
       document.body.classList.add("wide");
       var grid = el("div", "compare");
@@ -375,6 +410,13 @@
         if (recs[0].unreadable || recs[1].unreadable) throw new Error("one side is not an episode record");
         return aligned(run, recs);
       }));
+      var at = main.querySelector(".turn-row.first-diff");
+      if (from && from.scroll && at) {
+        // the page scrolls under a header that stays (body.pane: main is the scroller), down to that turn
+        document.body.classList.add("pane");
+        at.scrollIntoView({ block: "start" });
+        console.log("topoeval-view-at turn " + at.dataset.turn + " scrolled " + Math.round(main.scrollTop));
+      }
       done();
     });
   }
@@ -391,7 +433,10 @@
     if (!RUN_ID.test(rid) || !runs.runs.some(function (r) { return r.id === rid; })) throw new Error("no run " + JSON.stringify(rid) + " here");
     return load(rid);
   }
+  var flips = window.topoevalFlips({ el: el, add: add, link: link, url: url, pill: pill, crumb: crumb, load: load, main: main,
+    q: q, done: done, cellLabel: cellLabel, showEpisode: showEpisode });
   var go = !rid ? load("runs").then(showRuns) : load("runs").then(known).then(function (run) {
+    if (q.get("flips") !== null) return whole(run).then(flips.show);
     var ep = q.get("ep"), vs = q.get("vs");
     ep = ep !== null && NUMBER.test(ep) ? +ep : null; vs = vs !== null && NUMBER.test(vs) ? +vs : null;
     if (ep !== null) return whole(run).then(function (run) {

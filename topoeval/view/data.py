@@ -1,6 +1,7 @@
 """What the viewer's page reads, as JSON-ready dicts: the runs list, one run (its headline, tables,
-pictures, cells and the compact episode index), and chunks of episode records with the recorded
-system prompts and tool lists of their topologies.
+pictures, cells and the compact episode index), chunks of episode records with the recorded
+system prompts and tool lists of their topologies, and a cell's "what flipped" page
+(:mod:`topoeval.view.flips`).
 
 Everything comes from what the run folder recorded, read as files: run.json and summary.json are
 read as JSON, prompts.json by :func:`topoeval.runner.prompts.read_prompts`, episodes by
@@ -29,6 +30,7 @@ from topoeval.report.html import md_tables_to_html, render_headline
 from topoeval.report.markdown import render_report_md
 from topoeval.runner.prompts import RecordedPrompts, read_prompts
 from topoeval.runner.store import RUN_JSON
+from topoeval.view.flips import flips_payload
 from topoeval.view.index import STATUSES, SUMMARY, EpisodeIndex, find_runs, run_id
 
 #: episodes per chunk file
@@ -49,8 +51,9 @@ NO_PROMPTS = ("This run predates recorded prompts (prompts.json), so its system 
 
 
 def data_path(*parts: str, ext: str = ".js") -> str:
-    """The relative URL of a payload: ``data/runs``, ``data/<run>``, ``data/<run>/<chunk>`` (and, from
-    the server only, ``data/<run>/all``: the whole run after a first page), with ``ext``: ``.js`` for
+    """The relative URL of a payload: ``data/runs``, ``data/<run>``, ``data/<run>/<chunk>``,
+    ``data/<run>/flips/<cell>`` (and, from the server only, ``data/<run>/all``: the whole run after a
+    first page), with ``ext``: ``.js`` for
     the export's scripts, ``.json`` for the server's JSON."""
     return "data/" + "/".join(parts) + ext
 
@@ -214,6 +217,11 @@ class Catalogue:
             "complete": index.complete, "skipped": index.skipped,
             "prompts_recorded": self.prompts(rid) is not None, "no_prompts": NO_PROMPTS,
         }
+
+    def flips_payload(self, rid: str, cell: int) -> dict[str, Any]:
+        """A cell's "what flipped" page against each other model of its baseline and topology, from the
+        whole run (:func:`topoeval.view.flips.flips_payload`)."""
+        return flips_payload(self.index(rid), cell)
 
     def chunk_payload(self, rid: str, k: int) -> dict[str, Any]:
         """Episodes ``k * CHUNK`` on, and the recorded system prompt and tool list of each of their

@@ -1,7 +1,8 @@
 """``topoeval view --export DIR``: the viewer as static files that open from disk or any web host.
 
 The folder gets the page (``index.html``, ``app.js``, ``style.css``), ``data/runs.js``, per run
-``data/<run>.js`` and its episode chunks ``data/<run>/<k>.js``, and ``files/<run>/*.png`` — the
+``data/<run>.js``, its episode chunks ``data/<run>/<k>.js`` and each cell's "what flipped" page
+``data/<run>/flips/<cell>.js``, and ``files/<run>/*.png`` — the
 server's paths, as scripts rather than JSON (a page opened from ``file://`` cannot fetch), which the
 page loads only for a run id the runs list holds. ``index.json`` lists the runs for a machine (the Hub
 card, a script): id, folder, protocol, models, episodes, and the data file; its
@@ -102,6 +103,10 @@ def export(root: Path, out: Path) -> dict[str, Any]:
         chunks.mkdir()
         for k in range((len(payload["episodes"]) + payload["chunk"] - 1) // payload["chunk"]):
             (out / data_path(rid, str(k))).write_bytes(as_script(f"{rid}/{k}", catalogue.chunk_payload(rid, k)))
+        (chunks / "flips").mkdir()
+        for cell in range(len(payload["cells"])):
+            name = f"{rid}/flips/{cell}"
+            (out / data_path(rid, "flips", str(cell))).write_bytes(as_script(name, catalogue.flips_payload(rid, cell)))
         pictures = out / "files" / rid
         pictures.mkdir(parents=True)
         for name in payload["pictures"]:

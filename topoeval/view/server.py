@@ -1,17 +1,18 @@
 """The viewer served on 127.0.0.1 by the standard library's ``http.server``, in a thread, private to
 whoever started it.
 
-Paths: ``/`` the page (``index.html``, ``app.js``, ``style.css``: package data beside this module),
-``/data/runs.json``, ``/data/<run>.json``, ``/data/<run>/<chunk>.json``, ``/data/<run>/all.json``
-(see :mod:`topoeval.view.data`) and ``/files/<run>/<picture>.png``, a PNG the run folder holds as a
-regular file. Nothing else of the disk is reachable: a run is named by its id, a picture by a name
-the run's listing holds, and no symlink is followed. It only reads run folders.
+Paths: ``/`` the page (``index.html``, ``app.js``, ``flips.js``, ``style.css``: package data beside
+this module), ``/data/runs.json``, ``/data/<run>.json``, ``/data/<run>/<chunk>.json``,
+``/data/<run>/all.json``, ``/data/<run>/flips/<cell>.json`` (see :mod:`topoeval.view.data`) and
+``/files/<run>/<picture>.png``, a PNG the run folder holds as a regular file.
+Nothing else of the disk is reachable: a run is named by its id, a picture by a name the run's
+listing holds, and no symlink is followed. It only reads run folders.
 
 Who may read (like Jupyter's token): each launch draws a random token (:attr:`Viewer.token`), in the
 URL it prints and opens (``http://127.0.0.1:PORT/?token=...``). The page requested with that token
 gets the page and a cookie (HttpOnly, SameSite=Strict, Path=/, named after the port); every data and
 file request, and the page itself, needs the token (that cookie, or the ``X-Topoeval-Token`` header the
-page sends; compared in constant time), else 403. Only ``app.js`` and ``style.css`` are public. Every
+page sends; compared in constant time), else 403. Only ``app.js``, ``flips.js`` and ``style.css`` are public. Every
 request needs ``Host: 127.0.0.1:PORT`` or ``localhost:PORT`` (DNS rebinding), and one with an
 ``Origin`` other than the viewer's own, or ``Sec-Fetch-Site: cross-site``/``same-site`` (a page of
 another local port), gets 403. The data are JSON (``application/json``, ``nosniff``), which a page of
@@ -39,15 +40,16 @@ from urllib.parse import parse_qs, urlsplit
 from topoeval.view.data import FIRST, Catalogue, as_json
 
 STATIC = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "style.css": "text/css; charset=utf-8"}
+          "flips.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 #: the page's files anyone may fetch (they hold no data)
-PUBLIC = ("app.js", "style.css")
+PUBLIC = ("app.js", "flips.js", "style.css")
 #: the header the page sends the token in
 TOKEN_HEADER = "X-Topoeval-Token"
 JSON = "application/json; charset=utf-8"
 _RUN = re.compile(r"^/data/(r[0-9a-f]{10})\.json$")
 _CHUNK = re.compile(r"^/data/(r[0-9a-f]{10})/(\d{1,9})\.json$")
 _WHOLE = re.compile(r"^/data/(r[0-9a-f]{10})/all\.json$")
+_FLIPS = re.compile(r"^/data/(r[0-9a-f]{10})/flips/(\d{1,9})\.json$")
 _FILE = re.compile(r"^/files/(r[0-9a-f]{10})/([\w.-]+\.png)$")
 #: every answer's headers: no sniffing, no caching, no framing, no loading by another origin, no referrer
 #: (the page's URL holds the token)
@@ -157,6 +159,9 @@ def _handler(catalogue: Catalogue, token: str, port: int) -> type[BaseHTTPReques
                 with lock:
                     catalogue.index(rid)
                 return as_json(catalogue.chunk_payload(rid, k)), JSON
+            if m := _FLIPS.match(path):  # a cell's "what flipped" page: from the whole run
+                with lock:
+                    return as_json(catalogue.flips_payload(m.group(1), int(m.group(2)))), JSON
             if (m := _FILE.match(path)) and m.group(1) in catalogue.runs:
                 return catalogue.picture(m.group(1), m.group(2)), "image/png"
             return None, ""
