@@ -9,7 +9,7 @@ import pytest
 
 from tests.view.crafted import record, write_run
 from topoeval.core.errors import UserError
-from topoeval.view.export import MARKER, export
+from topoeval.view.export import MARKER, export, export_runs
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
 
@@ -102,3 +102,29 @@ def test_a_refused_export_is_one_line(root, cli):
     proc = cli("view", str(root), "--export", str(root / "r"))
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         f"error: {root / 'r'}: inside {root}, the folder being exported; write the export elsewhere"]
+
+
+def test_runs_given_one_by_one_export_under_their_short_names_and_no_path_of_this_machine(tmp_path):
+    first = write_run(tmp_path / "runs" / "a" / "ref", [record()])
+    second = write_run(tmp_path / "elsewhere" / "b" / "ref", [record(model="n")])
+    alone = write_run(tmp_path / "runs" / "solo", [record()])
+    site = tmp_path / "stage" / "viewer"
+    index = export_runs([first, second, alone], site)
+    assert [r["path"] for r in index["runs"]] == ["a/ref", "b/ref", "solo"] and index[MARKER] == 1
+    runs = (site / "data" / "runs.js").read_text()
+    assert '"root":"the published runs"' in runs
+    written = [p for p in site.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if str(tmp_path).encode() in p.read_bytes()]
+    for run in index["runs"]:
+        assert (site / run["data"]).is_file() and (site / "data" / run["id"] / "flips" / "0.js").is_file()
+
+
+def test_runs_given_one_by_one_are_never_written_into_and_must_be_run_folders(tmp_path):
+    run = write_run(tmp_path / "runs" / "a", [record()])
+    with pytest.raises(UserError, match="write the export elsewhere"):
+        export_runs([run], run / "viewer")
+    assert sorted(p.name for p in run.iterdir()) == ["episodes.jsonl", "run.json"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="empty: not a run folder the viewer can show"):
+        export_runs([run, tmp_path / "empty"], tmp_path / "site")
+    assert not (tmp_path / "site").exists()

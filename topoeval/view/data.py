@@ -20,18 +20,20 @@ import json
 import os
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from topoeval.core.errors import UserError
 from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.report.html import md_tables_to_html, render_headline
 from topoeval.report.markdown import render_report_md
 from topoeval.runner.prompts import RecordedPrompts, read_prompts
 from topoeval.runner.store import RUN_JSON
 from topoeval.view.flips import flips_payload
-from topoeval.view.index import STATUSES, SUMMARY, EpisodeIndex, find_runs, run_id
+from topoeval.view.index import STATUSES, SUMMARY, EpisodeIndex, find_runs, is_run, path_id, run_id, short_names
 
 #: episodes per chunk file
 CHUNK = 100
@@ -138,6 +140,9 @@ class Catalogue:
         #: the whole run (:meth:`run_payload`); None: every payload is the whole run
         self.first = first
         self.runs = {run_id(self.root, d): d for d in find_runs(self.root)}
+        #: what the runs list says they lie under (the root folder; a label for runs given one by one)
+        self.label = str(self.root)
+        self._paths = {rid: self._relative(d) for rid, d in self.runs.items()}
         self._indexes: dict[str, EpisodeIndex] = {}
         self._prompts: dict[str, RecordedPrompts | None] = {}  # run -> its prompts.json (None: none)
 
@@ -150,8 +155,27 @@ class Catalogue:
             index.extend(until)
         return index
 
-    def _path(self, folder: Path) -> str:
+    @classmethod
+    def of_runs(cls, run_dirs: Sequence[Path], label: str) -> Catalogue:
+        """The run folders given, each shown by its shortest distinct trailing path
+        (:func:`~topoeval.view.index.short_names`; no absolute path shown), under ``label``. A folder that
+        is no run folder (:func:`~topoeval.view.index.is_run`) is refused in one line."""
+        folders = list({Path(d).resolve(): Path(d) for d in run_dirs}.values())  # a folder given twice: once
+        for folder in folders:
+            if not is_run(folder):
+                raise UserError(f"{folder}: not a run folder the viewer can show (run.json or summary.json beside "
+                                "episode files, regular files)")
+        catalogue = cls.__new__(cls)
+        catalogue.root, catalogue.first, catalogue.label = Path("."), None, label
+        names = short_names(folders)
+        catalogue.runs = {path_id(n): f for n, f in zip(names, folders, strict=True)}
+        catalogue._paths = {path_id(n): n for n in names}
+        catalogue._indexes, catalogue._prompts = {}, {}
+        return catalogue
+
+    def _relative(self, folder: Path) -> str:
         return folder.relative_to(self.root).as_posix() if folder != self.root else "."
+
 
     def runs_payload(self) -> dict[str, Any]:
         rows = []
@@ -164,7 +188,7 @@ class Catalogue:
                 m if isinstance(m, str) else str(m.get("name", "?")) if isinstance(m, dict) else "?"
                 for m in (planned if isinstance(planned, list) else [])]
             rows.append({
-                "id": rid, "path": self._path(folder),
+                "id": rid, "path": self._paths[rid],
                 "protocol": str(summary.get("protocol") or (protocol.get("name") if isinstance(protocol, dict)
                                                             else None) or "?"),
                 "models": models, "episodes": sum(_number(c.get("n_episodes")) for c in cells),
@@ -172,7 +196,7 @@ class Catalogue:
                 "started": run.get("started") if isinstance(run.get("started"), str) else None,
                 "topologies": list(dict.fromkeys(c["topology"] for c in cells)),
             })
-        return {"root": str(self.root), "runs": rows}
+        return {"root": self.label, "runs": rows}
 
     def pictures(self, rid: str) -> list[str]:
         """The PNGs a run folder holds as regular files (a symlink is never listed)."""
@@ -207,7 +231,7 @@ class Catalogue:
                  for m, b, t in index.cells]
         protocol = run.get("protocol")
         return {
-            "id": rid, "path": self._path(folder),
+            "id": rid, "path": self._paths[rid],
             "protocol": str(summary.get("protocol") or (protocol.get("name") if isinstance(protocol, dict)
                                                         else None) or "") or None,
             "headline": _rendered(render_headline, summary),

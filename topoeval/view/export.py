@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,15 @@ def _is_export(out: Path) -> bool:
     return isinstance(index, dict) and index.get(MARKER) == 1
 
 
-def check_out(root: Path, out: Path) -> None:
+def check_out(root: Path | Sequence[Path], out: Path) -> None:
     """Refuse (one line, UserError) an export folder that is a run folder or inside one, lies under the
-    folder being exported, is not a folder, or holds files an export did not write."""
-    where, runs = Path(out).resolve(), Path(root).resolve()
-    if where == runs or runs in where.parents:
-        raise UserError(f"{out}: inside {root}, the folder being exported; write the export elsewhere")
+    folder being exported (or under one of the run folders given), is not a folder, or holds files an
+    export did not write."""
+    where = Path(out).resolve()
+    for folder in [Path(root)] if isinstance(root, (str, Path)) else [Path(d) for d in root]:
+        runs = folder.resolve()
+        if where == runs or runs in where.parents:
+            raise UserError(f"{out}: inside {folder}, the folder being exported; write the export elsewhere")
     for folder in (where, *where.parents):
         if folder.is_dir() and _is_run_folder(folder):
             raise UserError(f"{out}: {'is' if folder == where else 'inside'} a run folder ({folder}); "
@@ -82,8 +86,21 @@ def export(root: Path, out: Path) -> dict[str, Any]:
     """Write the viewer of every run under ``root`` into ``out`` (checked by :func:`check_out` first);
     returns what index.json holds."""
     check_out(root, out)
-    catalogue = Catalogue(root)
-    out = Path(out)
+    return _write(Catalogue(root), Path(out))
+
+
+def export_runs(run_dirs: Sequence[Path], out: Path, label: str = "the published runs") -> dict[str, Any]:
+    """Write the viewer of the run folders given into ``out`` (what ``topoeval publish --viewer`` puts in
+    the dataset repo's ``viewer/``): each run shown by its shortest distinct trailing path, the runs
+    list headed ``label`` (no absolute path of this machine is written). ``out`` is checked as
+    :func:`export` checks it (never inside a run folder); returns what index.json holds."""
+    check_out(run_dirs, out)
+    return _write(Catalogue.of_runs(run_dirs, label), Path(out))
+
+
+def _write(catalogue: Catalogue, out: Path) -> dict[str, Any]:
+    """The export of ``catalogue``'s runs into ``out`` (already checked): what an earlier export wrote is
+    replaced, the page, every payload as a script, the pictures, and index.json."""
     out.mkdir(parents=True, exist_ok=True)
     _clear(out)
     (out / "data").mkdir()

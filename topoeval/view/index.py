@@ -73,15 +73,20 @@ def run_files(run_dir: Path) -> list[Path]:
     return [p for p in episode_files(run_dir) if _regular(p)]
 
 
+def is_run(folder: Path) -> bool:
+    """Whether ``folder`` is a run folder: run.json or summary.json beside episode files, all regular files."""
+    return any(_regular(folder / n) for n in (RUN_JSON, SUMMARY)) and bool(run_files(folder))
+
+
 def find_runs(root: Path) -> list[Path]:
-    """Every run folder at or under ``root`` (run.json or summary.json beside episode files, all regular
-    files), sorted. A symlinked folder under ``root`` is not entered: a run is found where it lies."""
+    """Every run folder at or under ``root`` (:func:`is_run`), sorted. A symlinked folder under ``root``
+    is not entered: a run is found where it lies."""
     root = Path(root)
     found = []
     for folder, dirs, names in os.walk(root, followlinks=False):
         dirs.sort()
         here = Path(folder)
-        if any(n in names and _regular(here / n) for n in (RUN_JSON, SUMMARY)) and run_files(here):
+        if any(n in names for n in (RUN_JSON, SUMMARY)) and is_run(here):
             found.append(here)
     return sorted(found)
 
@@ -89,7 +94,25 @@ def find_runs(root: Path) -> list[Path]:
 def run_id(root: Path, run_dir: Path) -> str:
     """A stable id of a run folder under ``root``, safe in URLs and file names."""
     rel = run_dir.resolve().relative_to(root.resolve()).as_posix() if run_dir != root else "."
-    return "r" + hashlib.sha1(rel.encode()).hexdigest()[:10]
+    return path_id(rel)
+
+
+def path_id(path: str) -> str:
+    """The id of a run shown as ``path`` (its folder under the root, or a name given to it): ``r`` and ten
+    hex digits."""
+    return "r" + hashlib.sha1(path.encode()).hexdigest()[:10]
+
+
+def short_names(run_dirs: list[Path]) -> list[str]:
+    """A name per run folder, in order: the fewest trailing parts of its path (``solo``; ``a/ref`` beside
+    ``b/ref``) that no other folder's path ends with (the folders' absolute paths are not shown)."""
+    parts = [Path(d).resolve().parts for d in run_dirs]
+    names = []
+    for i, mine in enumerate(parts):
+        others = [p for j, p in enumerate(parts) if j != i]
+        n = next((n for n in range(1, len(mine) + 1) if all(p[-n:] != mine[-n:] for p in others)), len(mine))
+        names.append("/".join(mine[-n:]))
+    return names
 
 
 @dataclass
