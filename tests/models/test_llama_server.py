@@ -99,3 +99,55 @@ def _parent(pid: int) -> int:
         return int(open(f"/proc/{pid}/stat").read().rsplit(") ", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return 0
+
+
+WIKI_2 = """\
+name: wiki2
+train: {name: wiki, suite: wiki}
+test:
+  - {name: wiki, role: id, suite: wiki}
+tasks:
+  test: {n: 2, seed: 1}
+limits: {max_turns: 6}
+"""
+
+
+def _episodes(folder) -> dict[str, dict]:
+    return {e["task_id"]: e for e in map(json.loads, (folder / "episodes.jsonl").read_text().splitlines())}
+
+
+@pytest.mark.slow
+def test_a_served_adapter_scores_as_it_does_by_name(topoeval_cmd, tmp_path):
+    """Issue 60: `serve-model --adapter smollm2-135m-wiki` then `-m direct:smollm2-135m-wiki` gives the episodes
+    `-m smollm2-135m-wiki` gives (the call layout it was trained with, not the chat template in which it made no
+    call and scored 0), token for token with one slot."""
+    from topoeval.models.llama_server import free_port
+
+    protocol = tmp_path / "wiki2.yaml"
+    protocol.write_text(WIKI_2)
+    env = {**os.environ, "TOPOEVAL_LOCAL_THREADS": "1"}
+    run = [*topoeval_cmd, "run", str(protocol), "--no-progress", "--no-cache"]
+    subprocess.run([*run, "-m", "smollm2-135m-wiki", "--out", str(tmp_path / "by-name")], env=env, check=True,
+                   capture_output=True, timeout=300)
+    port, key = free_port(), "served-key-0123456789"
+    log = tmp_path / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([*topoeval_cmd, "serve-model", "smollm2-135m", "--adapter", "smollm2-135m-wiki",
+                                 "--port", str(port), "--slots", "1"], stderr=err, stdout=subprocess.DEVNULL,
+                                env={**env, "TOPOEVAL_SERVE_API_KEY": key})
+    try:
+        deadline = time.monotonic() + 180
+        while "Bearer" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert "-m direct:smollm2-135m-wiki" in log.read_text()  # the start-up line names what to run
+        subprocess.run([*run, "-m", "direct:smollm2-135m-wiki", "--api-base", f"http://127.0.0.1:{port}/v1",
+                        "--api-key", key, "--concurrency", "1", "--out", str(tmp_path / "served")], env=env,
+                       check=True, capture_output=True, timeout=300)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    by_name, served = _episodes(tmp_path / "by-name"), _episodes(tmp_path / "served")
+    assert sorted(by_name) == sorted(served) and len(served) == 2
+    assert [by_name[t]["scores"] for t in sorted(by_name)] == [served[t]["scores"] for t in sorted(served)]
+    assert all(e["scores"]["success"] == 1.0 for e in served.values())  # the adapter calls its tools when served
+    assert [by_name[t]["messages"] for t in sorted(by_name)] == [served[t]["messages"] for t in sorted(served)]

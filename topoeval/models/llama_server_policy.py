@@ -283,6 +283,13 @@ class LlamaServerPolicy(DirectPolicy):
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                        sampling: SamplingParams) -> AssistantMessage:
+        response = await self.complete_openai(messages, tools, sampling)
+        return message_from_openai(response["choices"][0]["message"], response.get("usage"))
+
+    async def complete_openai(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                              sampling: SamplingParams) -> dict[str, Any]:
+        """One turn as an OpenAI chat-completion response (what :meth:`complete` reads, and what
+        ``topoeval serve-model`` answers a client with: the same layout, the same tokens)."""
         if _SERVERS.get(self.shared.key()) is not self.shared:  # used again after aclose
             self.shared = shared_server(self.binary, self.model_path, self.shared.n_ctx, self.shared.n_threads,
                                         self.shared.slots)
@@ -332,7 +339,7 @@ class LlamaServerPolicy(DirectPolicy):
             elif died is not None:
                 raise TransientError(f"llama-server {died}; restarting it") from None
             raise
-        return message_from_openai(response["choices"][0]["message"], response.get("usage"))
+        return response
 
     async def _restore_prefix(self, server: LlamaServer, slot: int, first_prompt: str,
                               lora: list[dict[str, float]]) -> bool:
