@@ -245,3 +245,26 @@ def test_two_episodes_the_same_turn_by_turn_mark_no_first_difference(flipped, tm
         dom = browse(page(viewer, f"run={rid}&ep={same[0]}&vs={same[1]}"), tmp_path, "9-flips-7-same.png")
     rows = turn_rows(dom)
     assert list(rows) == ["system", "1", "2", "end"] and not any(r["first_diff"] for r in rows.values())
+
+
+@needs_chromium
+def test_markup_in_model_names_and_tasks_is_shown_as_text_on_the_flips_pages(tmp_path, cli):
+    from tests.view.crafted import HOSTILE
+    from tests.view.test_viewer import assert_inert
+
+    root = tmp_path / "results"
+    bad = "t/test/0-" + HOSTILE
+    a = episode("a" + HOSTILE, 0, 0, answer=HOSTILE)
+    b = episode("b" + HOSTILE, 0, 1)
+    for rec in (a, b):
+        rec["key"] = rec["key"].replace(task(0), bad)
+        rec["task_id"] = bad
+    write_run(root / "hostile", [a, b])
+    (rid,) = Catalogue(root).runs
+    with Viewer(root) as served:
+        assert_inert(browse(page(served, f"run={rid}&flips=0"), tmp_path, "9-flips-hostile.png"))
+        assert_inert(browse(page(served, f"run={rid}&flips=0&task=0"), tmp_path, "9-flips-hostile-pair.png"))
+    out = tmp_path / "site"
+    assert cli("view", str(root), "--export", str(out)).returncode == 0
+    assert_inert(browse((out / "index.html").as_uri() + f"?run={rid}&flips=0&task=0", tmp_path,
+                        "9-flips-hostile-export.png"))

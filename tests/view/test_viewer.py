@@ -344,7 +344,8 @@ def test_a_page_of_another_local_origin_cannot_read_a_run(viewer, ref, tmp_path)
     rid, _ = ref
     site = tmp_path / "attacker"
     site.mkdir()
-    paths = ["data/runs.json", "data/runs.js", f"data/{rid}.json", f"data/{rid}.js", f"data/{rid}/0.json"]
+    paths = ["data/runs.json", "data/runs.js", f"data/{rid}.json", f"data/{rid}.js", f"data/{rid}/0.json",
+             f"data/{rid}/flips/0.json", f"data/{rid}/flips/0.js"]
     (site / "attack.html").write_text(ATTACK.replace("VIEWER", viewer.base).replace("TOKEN", viewer.token)
                                       .replace("PATHS", json.dumps(paths)))
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(site)))
