@@ -30,8 +30,21 @@ def run(tmp_path_factory):
     return episodes, records
 
 
+#: keys added after 207c8e0 (issue 60: a model that never calls a tool), left out of the comparison with it
+ADDED_CELL_KEYS, ADDED_DIAGNOSTICS = ("never_calls_tools",), ("no_tool_call_share", "no_tool_call_episodes")
+
+
 def as_json(value):
-    return json.loads(json.dumps(value))
+    """``value`` as JSON reads it back, without the keys 207c8e0 did not have (test_never_calls_tools.py)."""
+    value = json.loads(json.dumps(value))
+    cells = value if isinstance(value, list) else value.get("cells", []) if isinstance(value, dict) else []
+    for c in cells:
+        if isinstance(c, dict) and "diagnostics" in c:
+            for key in ADDED_CELL_KEYS:
+                c.pop(key, None)
+            for key in ADDED_DIAGNOSTICS:
+                (c.get("diagnostics") or {}).pop(key, None)
+    return value
 
 
 def grouped_shuffle(records, seed=0):

@@ -19,6 +19,12 @@ length bias); and the questions put to the simulated user (``questions``) with t
 to nothing it knows (``unanswered_questions``): a high share says the simulator, not the model, may
 be the cause of low clarification. Episodes that ended in ``error`` (infrastructure, not the model)
 are left out.
+
+A model that never calls a tool (``no_tool_call_share``, :func:`never_calls_tools`): a cell where at least
+:data:`NO_TOOL_CALL_SHARE` of at least :data:`NO_TOOL_CALL_MIN_EPISODES` scored episodes made no valid tool
+call is flagged (``never_calls_tools`` in the cell of summary.json). Its scores measure the call format, the
+chat template or the token limit, not the topology: the end of the run and the reports say so in one
+sentence (:func:`no_tool_call_notice`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from topoeval.analysis.stats import Fold, is_scored, pass_at_k
+
+#: A cell is flagged "never calls a tool" when at least this share of its scored episodes made no valid call ...
+NO_TOOL_CALL_SHARE = 0.8
+#: ... and it has at least this many scored episodes.
+NO_TOOL_CALL_MIN_EPISODES = 2
 
 
 class TokensByOutcome(BaseModel):
@@ -61,6 +72,9 @@ class CellDiagnostics(BaseModel):
     questions: float | None = Field(default=None, description="Questions put to the simulated user per episode.")
     unanswered_questions: float | None = Field(
         default=None, description="Questions per episode the simulated user could map to nothing it knows.")
+    no_tool_call_share: float | None = Field(
+        default=None, description="Share of episodes that made no valid tool call (None: no scored episode).")
+    no_tool_call_episodes: int = Field(default=0, description="Episodes that made no valid tool call.")
 
 
 def _trajectory(record: dict[str, Any]) -> str:
@@ -84,6 +98,7 @@ class DiagnosticsFold:
         self.per_episode = {name: Fold() for name in ("tool_calls", "invalid_calls", "redundant_calls", "questions",
                                                        "unanswered_questions")}
         self.wins, self.losses = Fold(), Fold()
+        self.no_call = Fold()  # 1.0 per episode without a valid tool call, else 0.0
         self._task: str | None = None
         self._n = self._solved = 0
         self._trajectories: set[str] = set()
@@ -102,6 +117,8 @@ class DiagnosticsFold:
         (self.wins if solved else self.losses).add(float(scores.get("completion_tokens") or 0))
         for name in ("tool_calls", "invalid_calls", "redundant_calls", "unanswered_questions"):
             self.per_episode[name].add(float(scores.get(name, 0)))
+        valid = float(scores.get("tool_calls") or 0) - float(scores.get("invalid_calls") or 0)
+        self.no_call.add(1.0 if valid <= 0 else 0.0)
         self.per_episode["questions"].add(float(sum(1 for e in r.get("events", []) if e.get("type") == "ask")))
 
     def close_task(self) -> None:
@@ -125,10 +142,13 @@ class DiagnosticsFold:
             grouped["pass_gap"] = _mean([pass_at_k(n, c, k) - pass_at_k(n, c, 1) for n, c, _ in tasks])
             grouped["trajectory_diversity"] = _mean([d / n for n, _, d in tasks])
         means = {name: fold.mean() for name, fold in self.per_episode.items()}
+        share = self.no_call.mean()
         return CellDiagnostics(
             samples=k,
             **grouped,
             **means,
+            no_tool_call_share=share,
+            no_tool_call_episodes=round((share or 0.0) * self.no_call.n),
             completion_tokens=TokensByOutcome(success=self.wins.mean(), failure=self.losses.mean(),
                                               n_success=self.wins.n, n_failure=self.losses.n),
         ).model_dump()
@@ -148,3 +168,42 @@ def build_diagnostics(records: list[dict[str, Any]]) -> dict[str, Any]:
         for r in rs:
             fold.add(r)
     return fold.result()
+
+
+def never_calls_tools(cell: dict[str, Any]) -> bool:
+    """Whether a summary cell's model made no valid tool call in most of its episodes (at least
+    :data:`NO_TOOL_CALL_SHARE` of at least :data:`NO_TOOL_CALL_MIN_EPISODES` scored episodes). Reference
+    policies are never flagged (``noop`` calls nothing by design)."""
+    from topoeval.formats import split_format
+    from topoeval.policies.registry import is_reference
+
+    d = cell.get("diagnostics") or {}
+    share, n = d.get("no_tool_call_share"), cell.get("n_episodes", 0) - cell.get("n_errors", 0)
+    if share is None or n < NO_TOOL_CALL_MIN_EPISODES or is_reference(split_format(str(cell.get("model")))[0]):
+        return False
+    return bool(share >= NO_TOOL_CALL_SHARE - 1e-9)
+
+
+#: What to change when a model never calls a tool (the end of the sentence of :func:`no_tool_call_notice`).
+NO_TOOL_CALL_CAUSES = (
+    "its scores measure the call format, not the topology: the likely causes are a tool-call format or chat "
+    "template other than the one the model was trained with (set it with --tool-format or MODEL@FORMAT; a "
+    "served model: the server's tool-call parser, e.g. vLLM's --tool-call-parser) or replies cut off by the "
+    "token limit (--max-tokens)")
+
+
+def no_tool_call_notice(cells: list[dict[str, Any]]) -> str | None:
+    """One sentence naming the cells flagged ``never_calls_tools`` (episodes without a valid call of the cell's
+    scored ones), the likely causes and the flags that change them; None when no cell is flagged."""
+    flagged = [c for c in cells if c.get("never_calls_tools")]
+    if not flagged:
+        return None
+    listed = []
+    for c in flagged[:6]:
+        d = c.get("diagnostics") or {}
+        scored = c.get("n_episodes", 0) - c.get("n_errors", 0)
+        listed.append(f"{c['model']} · {c['baseline']} · {c['topology']} ({d.get('no_tool_call_episodes', 0)} of "
+                      f"{scored})")
+    more = f" and {len(flagged) - 6} more cell(s)" if len(flagged) > 6 else ""
+    return (f"No valid tool call in at least {NO_TOOL_CALL_SHARE:.0%} of the episodes of {', '.join(listed)}{more}: "
+            f"{NO_TOOL_CALL_CAUSES}.")

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from topoeval.analysis.diagnostics import DiagnosticsFold
+from topoeval.analysis.diagnostics import DiagnosticsFold, never_calls_tools
 from topoeval.analysis.stats import MetricFold, is_scored, mark_ties
 
 #: 2 adds the ``collapse`` section and per-cell ``episode_ids``; nothing of schema 1 was removed.
@@ -20,6 +20,8 @@ from topoeval.analysis.stats import MetricFold, is_scored, mark_ties
 #: (whether or not the ID topology has it), and ``nulls`` says why each null field is null.
 #: 6: a ``matrix`` section (a transfer-matrix protocol's run; null otherwise, and ``collapse`` is then []);
 #: transfer ratios and few-shot recoveries are null when their denominator ties with 0 (the tie rule).
+#: (Still 6: the matrix section's ``paired``, each trained model against its base task by task, is an added key;
+#: so are each cell's ``never_calls_tools`` and its diagnostics' ``no_tool_call_share``/``no_tool_call_episodes``.)
 SCHEMA_VERSION = 6
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success",)
@@ -94,7 +96,7 @@ class CellFold:
 
     def cell(self, key: tuple[str, str, str]) -> dict[str, Any]:
         n_errors = self.status.get("error", 0)
-        return {
+        cell = {
             "model": key[0],
             "baseline": key[1],
             "topology": key[2],
@@ -110,6 +112,10 @@ class CellFold:
             "metrics": {name: self.metrics[name].stats(name in BINARY_METRICS) for name in sorted(self.metrics)},
             "diagnostics": self.diagnostics.result(),
         }
+        #: most episodes made no valid tool call (analysis.diagnostics.never_calls_tools): the scores measure the
+        #: call format, the chat template or the token limit, not the topology
+        cell["never_calls_tools"] = never_calls_tools(cell)
+        return cell
 
 
 def build_cells(records: Iterable[dict[str, Any]], order: list[tuple[str, str, str]] | None = None
@@ -147,6 +153,19 @@ def _task_by_task(records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]
         yield from group
 
 
+class _Watched:
+    """A stream of records read once, each handed to ``see`` as it passes (its ``plan_ordered`` kept)."""
+
+    def __init__(self, records: Iterable[dict[str, Any]], see: Any) -> None:
+        self.records, self.see = records, see
+        self.plan_ordered = bool(getattr(records, "plan_ordered", False))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for r in self.records:
+            self.see(r)
+            yield r
+
+
 def build_summary(protocol_name: str, records: Iterable[dict[str, Any]], order=None, extra: dict | None = None,
                   base_model: str | None = None, ladder_steps: list[tuple[str, str | None]] | None = None,
                   matrix: dict[str, Any] | None = None) -> dict:
@@ -155,7 +174,17 @@ def build_summary(protocol_name: str, records: Iterable[dict[str, Any]], order=N
     from topoeval.analysis.ladder import build_ladders
     from topoeval.analysis.matrix import build_matrix
 
+    values = None
+    if matrix:  # a matrix's trained models are paired against their base, task by task: their values kept
+        from topoeval.analysis.paired import ValuesFold
+
+        values = ValuesFold()
+        if isinstance(records, Sequence):
+            for r in records:
+                values.add(r)
+        else:
+            records = _Watched(records, values.add)
     cells = build_cells(records, order)
     return {"schema": SCHEMA_VERSION, "protocol": protocol_name, **(extra or {}), "cells": cells,
-            "matrix": build_matrix(cells, matrix),
+            "matrix": build_matrix(cells, matrix, values.values if values else None, base_model),
             "collapse": build_collapse(cells, base_model), "ladder": build_ladders(cells, ladder_steps or [])}

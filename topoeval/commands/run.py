@@ -98,6 +98,11 @@ def run(
     from topoeval.report.matrix import print_matrix_table
 
     print_matrix_table(result.summary.get("matrix"), console)
+    from topoeval.analysis.diagnostics import no_tool_call_notice
+
+    notice = no_tool_call_notice(result.summary.get("cells") or [])
+    if notice:
+        typer.echo(f"warning: {notice}", err=True)
     if "partial" in result.summary:
         part = result.summary["partial"]
         console.print(f"shard {part['shard']}: {part['episodes']} of its {part['planned']} planned episodes are in "

@@ -23,7 +23,7 @@ from typing import Any
 
 from topoeval.core.files import write_atomic
 from topoeval.report.headline import build_headline
-from topoeval.report.markdown import render_report_md
+from topoeval.report.markdown import NO_TOOL_CALLS_MARK, render_report_md
 from topoeval.report.tables import INCOMPLETE_NOTE, mean_ci
 
 MAX_EPISODES_PER_CELL = 200
@@ -165,7 +165,7 @@ def md_tables_to_html(markdown: str) -> str:
         elif line.startswith("### "):
             out.append(f"<h3>{html.escape(line[4:])}</h3>")
         elif line.strip() and not line.startswith("# "):
-            out.append(f'<p class="warn">{_inline(line)}</p>' if line.startswith("**Incomplete")
+            out.append(f'<p class="warn">{_inline(line)}</p>' if line.startswith(("**Incomplete", NO_TOOL_CALLS_MARK))
                        else f"<p>{_inline(line)}</p>")
     if in_table:
         out.append("</table></div>")

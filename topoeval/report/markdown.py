@@ -7,9 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.analysis.collapse import QUALITY
+from topoeval.analysis.diagnostics import no_tool_call_notice
 from topoeval.core.files import write_atomic
 from topoeval.report.matrix import matrix_md
 from topoeval.report.tables import INCOMPLETE_NOTE, error_mark, topologies_by_role
+
+#: How report.md starts the paragraph that says a model never called a tool (report.html shows it as a warning).
+NO_TOOL_CALLS_MARK = "**No tool calls.**"
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -51,6 +55,9 @@ def render_report_md(summary: dict[str, Any]) -> str:
         lines.append(_row([model, baseline, *vals]))
     if any(c.get("n_errors") for c in cells):
         lines += ["", f"**Incomplete.** {INCOMPLETE_NOTE}"]
+    notice = no_tool_call_notice(cells)
+    if notice:
+        lines += ["", f"{NO_TOOL_CALLS_MARK} {notice}"]
     lines += ["", "## Decision quality (mean over the tasks where it applies, n)", "",
               _row(["model", "baseline", "metric", *(f"{t} ({r})" for t, r in topos)]),
               _row(["---"] * (3 + len(topos)))]
