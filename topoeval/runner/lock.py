@@ -21,7 +21,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import socket
 import stat
 import sys
@@ -31,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from topoeval.core.errors import UserError
-from topoeval.core.secrets import MASK, mask_secrets
+from topoeval.core.secrets import mask_command
 
 LOCK = "run.lock"
 _SHARD_LOCK = "run.{label}.lock"
@@ -288,24 +287,10 @@ def _busy(run_dir: Path, own: Path | None) -> FolderBusy:
     return FolderBusy(f"{run_dir}: is being written by {who}; wait for it to end, or use another folder")
 
 
-_SECRET_FLAG = re.compile(r"^(--api-key|--token|--hf-token)(=.*)?$")
-
-
 def command_line() -> str:
-    """This process's command line as the lock records it: the values of key flags hidden, and every word
-    through the project's one masking function (:func:`topoeval.core.secrets.mask_secrets`: URL
-    credentials, secret query parameters); at most 300 characters."""
-    words, hide = [], False
-    for word in [Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]]:
-        if hide:
-            words.append(MASK)
-            hide = False
-            continue
-        m = _SECRET_FLAG.match(word)
-        if m:
-            words.append(f"{m.group(1)}={MASK}" if m.group(2) else word)
-            hide = not m.group(2)
-            continue
-        words.append(mask_secrets(word))
+    """This process's command line as the lock records it, through the project's one command-line masker
+    (:func:`topoeval.core.secrets.mask_command`: key flags, credential-named values, URL credentials and
+    secret query parameters hidden); at most 300 characters."""
+    words = mask_command([Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]])
     text = " ".join(words)
     return text if len(text) <= 300 else text[:297] + "..."
