@@ -381,6 +381,7 @@ def run_sweep(protocol: str | Path, points: list[SweepPoint], out: str | Path, *
     together, which runs what is left (the points without a server) and writes the curves."""
     from topoeval.analysis.sweep import sweep_curves
     from topoeval.report.sweep import write_sweep_reports
+    from topoeval.runner.store import read_episodes
 
     if len({p.step for p in points}) != len(points):
         raise UserError("two sweep points share a step")
@@ -405,7 +406,8 @@ def run_sweep(protocol: str | Path, points: list[SweepPoint], out: str | Path, *
             else:
                 os.environ[ADAPTERS_ENV] = previous
     summary = json.loads((Path(result.run_dir) / "summary.json").read_text(encoding="utf-8"))
-    sweep = sweep_curves(summary, points, baseline=f"{baseline}-shot", training=training)
+    sweep = sweep_curves(summary, points, baseline=f"{baseline}-shot", training=training,
+                         records=read_episodes(result.run_dir))
     sweep["run_dir"] = str(result.run_dir)
     sweep["errors"] = result.errors
     write_json_atomic(out / "summary.json", sweep, indent=1)

@@ -12,7 +12,8 @@ model's train topology: :mod:`topoeval.runner.matrix`). Per model × baseline (a
   (:func:`topoeval.analysis.stats.ratio_over_noise`); ``loss``: own − cell.
 
 ``attribution`` (per baseline, success): the loss attributed to each topology axis, by the method of
-:func:`attribute_axes` (docs/collapse-report.md states it).
+:func:`attribute_axes` (docs/collapse-report.md states it). ``paired``: each trained model against its base
+on every topology, task by task (flips, McNemar's exact p, the paired verdict: :func:`matrix_vs_base`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from topoeval.analysis.paired import RULE, CellValues, compare_cell, paired_entry
 from topoeval.analysis.stats import ratio_over_noise, tie_margin
 
 #: the metrics of the matrix
@@ -39,8 +41,12 @@ def _point(cell: dict[str, Any] | None, metric: str) -> dict[str, Any]:
     return point
 
 
-def build_matrix(cells: list[dict[str, Any]], record: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The matrix section from the run's cells and run.json's ``matrix`` record (None: not a matrix run)."""
+def build_matrix(cells: list[dict[str, Any]], record: dict[str, Any] | None,
+                 values: dict[str, dict[tuple[str, str], CellValues]] | None = None,
+                 base_model: str | None = None) -> dict[str, Any] | None:
+    """The matrix section from the run's cells and run.json's ``matrix`` record (None: not a matrix run); with
+    the run's cell ``values`` (:class:`topoeval.analysis.paired.ValuesFold`), also ``paired``: each trained model
+    against its base on every topology (:func:`matrix_vs_base`)."""
     if not record:
         return None
     topologies: list[str] = list(record.get("topologies") or [])
@@ -84,8 +90,40 @@ def build_matrix(cells: list[dict[str, Any]], record: dict[str, Any] | None) -> 
         rows.append(row)
     axes = record.get("axes") or {}
     baselines = list(dict.fromkeys(r["baseline"] for r in rows))
-    return {"topologies": topologies, "axes": axes, "rows": rows,
-            "attribution": {b: attribute_axes([r for r in rows if r["baseline"] == b], axes) for b in baselines}}
+    out = {"topologies": topologies, "axes": axes, "rows": rows,
+           "attribution": {b: attribute_axes([r for r in rows if r["baseline"] == b], axes) for b in baselines}}
+    if values is not None:
+        out["paired"] = matrix_vs_base(values, rows, base_model)
+    return out
+
+
+def matrix_vs_base(values: dict[str, dict[tuple[str, str], CellValues]], rows: list[dict[str, Any]],
+                   base_model: str | None) -> dict[str, Any]:
+    """The matrix section's ``paired``: the paired verdict of each trained model (a row with a train topology)
+    against its base on every topology, per baseline. The base is the protocol's ``base_model`` when it ran,
+    else the one model of the run without a train topology (when there is exactly one); ``base: null`` and a
+    ``why`` otherwise. ``values``: model -> (baseline, topology) -> the cell's values."""
+    untrained = list(dict.fromkeys(r["model"] for r in rows if not r.get("train_topology")))
+    if base_model and base_model in values:
+        base, source = base_model, "the protocol's base_model"
+    elif len(untrained) == 1:
+        base, source = untrained[0], "the run's one model without a train topology"
+    else:
+        why = (f"the protocol's base_model '{base_model}' did not run" if base_model else
+               "no base: the protocol names no base_model and the run has "
+               + (f"{len(untrained)} models without a train topology ({', '.join(untrained)})" if untrained
+                  else "no model without a train topology"))
+        return {"rule": RULE, "base": None, "why": why, "rows": []}
+    out_rows = []
+    for r in rows:
+        if not r.get("train_topology") or r["model"] == base:
+            continue
+        mine, theirs = values.get(r["model"], {}), values.get(base, {})
+        entries = [paired_entry(compare_cell(theirs[k], mine[k], k[0], k[1], base, r["model"]))
+                   for k in mine if k[0] == r["baseline"] and k in theirs]
+        out_rows.append({"model": r["model"], "baseline": r["baseline"], "train_topology": r["train_topology"],
+                         "topologies": entries})
+    return {"rule": RULE, "base": base, "base_source": source, "rows": out_rows}
 
 
 def attribute_axes(rows: list[dict[str, Any]], axes: dict[str, dict[str, str]],

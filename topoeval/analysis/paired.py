@@ -24,7 +24,7 @@ intervals overlap. Per cell (baseline x topology), over the tasks both sides sco
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from math import comb
 from typing import Any, Literal
@@ -232,6 +232,35 @@ def compare_cell(a: CellValues, b: CellValues, baseline: str, topology: str,
         sentence=verdict_sentence(verdict, up, down, flips.n_pairs, p, label_a, label_b))
 
 
+def topology_phrase(cell: PairedCell) -> str:
+    """What one topology did between two points, with its counts: ``learned wiki (8 up, 0 down of 12 tasks,
+    McNemar p = 0.0078)``, ``forgot travel (...)``, ``forgot nothing on travel (0 up, 0 down of 12 tasks)`` (no
+    task lost; a tie when some were gained) or ``travel: a tie (3 up, 2 down of 12 tasks, McNemar p = 1)``."""
+    t, up, down, n, p = cell.topology, cell.n_up, cell.n_down, cell.n_pairs, cell.mcnemar_p
+    if n == 0:
+        return f"{t}: no task scored on both sides"
+    if cell.verdict == "b_better":
+        return f"learned {t} ({up} up, {down} down of {n} tasks, McNemar p = {p:.2g})"
+    if cell.verdict == "a_better":
+        return f"forgot {t} ({down} down, {up} up of {n} tasks, McNemar p = {p:.2g})"
+    if up == down == 0:
+        return f"forgot nothing on {t} (0 up, 0 down of {n} tasks)"
+    if down == 0:
+        return f"forgot nothing on {t} ({up} up, 0 down of {n} tasks: a tie, McNemar p = {p:.2g})"
+    return f"{t}: a tie ({up} up, {down} down of {n} tasks, McNemar p = {p:.2g})"
+
+
+def paired_entry(cell: PairedCell) -> dict[str, Any]:
+    """One topology of a sweep step or a matrix row: the flips, McNemar's p, the verdict, the paired differences
+    of success and dq, and :func:`topology_phrase`."""
+    return {"topology": cell.topology, "n_pairs": cell.n_pairs, "n_up": cell.n_up, "n_down": cell.n_down,
+            "up": cell.flips.up, "down": cell.flips.down, "only_a": cell.flips.only_a, "only_b": cell.flips.only_b,
+            "mcnemar_p": cell.mcnemar_p, "verdict": cell.verdict, "success_diff": cell.success.diff,
+            "success_ci95": cell.success.ci95, "dq_diff": cell.quality["dq"].diff,
+            "dq_ci95": cell.quality["dq"].ci95, "independent_tie": cell.independent_tie,
+            "phrase": topology_phrase(cell)}
+
+
 def compare_sides(a: Mapping[tuple[str, str], CellValues], b: Mapping[tuple[str, str], CellValues],
                   label_a: str = "A", label_b: str = "B") -> PairedComparison:
     """The paired comparison of two sides, each (baseline, topology) -> its cell's values; cells are paired in
@@ -241,18 +270,44 @@ def compare_sides(a: Mapping[tuple[str, str], CellValues], b: Mapping[tuple[str,
                             only_a=[list(k) for k in a if k not in b], only_b=[list(k) for k in b if k not in a])
 
 
-def cell_values(records: Iterable[dict[str, Any]], model: str) -> dict[tuple[str, str], CellValues]:
-    """One model's scored episodes (status not ``error``) as (baseline, topology) -> metric -> task -> sample ->
-    value, numbers only (a metric that does not apply, null, is left out), in the records' cell order."""
-    out: dict[tuple[str, str], CellValues] = {}
-    for r in records:
-        if r.get("model") != model or not is_scored(r):
-            continue
-        cell = out.setdefault((r["baseline"], r["topology"]), {})
-        for name, value in (r.get("scores") or {}).items():
+class ValuesFold:
+    """Every model's cell values, record by record (a summary's stream can feed it as it passes): model ->
+    (baseline, topology) -> metric -> task -> sample -> value, for the scored episodes (status not ``error``),
+    numbers only (a metric that does not apply, null, is left out). Holds a float per scored episode and
+    metric, not the episodes."""
+
+    def __init__(self, metrics: Sequence[str] = (SUCCESS, *QUALITY)) -> None:
+        self.metrics = tuple(metrics)
+        self.values: dict[str, dict[tuple[str, str], CellValues]] = {}
+
+    def add(self, r: dict[str, Any]) -> None:
+        if not is_scored(r):
+            return
+        cell = self.values.setdefault(r["model"], {}).setdefault((r["baseline"], r["topology"]), {})
+        scores = r.get("scores") or {}
+        for name in self.metrics:
+            value = scores.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 cell.setdefault(name, {}).setdefault(r["task_id"], {})[int(r.get("sample", 0))] = float(value)
-    return out
+
+
+def all_cell_values(records: Iterable[dict[str, Any]]) -> dict[str, dict[tuple[str, str], CellValues]]:
+    """model -> (baseline, topology) -> the cell's values (:class:`ValuesFold`), in the records' order."""
+    fold = ValuesFold()
+    for r in records:
+        fold.add(r)
+    return fold.values
+
+
+def cell_values(records: Iterable[dict[str, Any]], model: str) -> dict[tuple[str, str], CellValues]:
+    """One model's cells: (baseline, topology) -> the cell's values (:class:`ValuesFold`)."""
+    return all_cell_values(r for r in records if r.get("model") == model).get(model, {})
+
+
+def cell_values_by_model(records: Iterable[dict[str, Any]], baseline: str) -> dict[str, dict[str, CellValues]]:
+    """model -> topology -> the cell's values at ``baseline`` (a sweep's checkpoints, all at one baseline)."""
+    return {m: {t: v for (b, t), v in cells.items() if b == baseline}
+            for m, cells in all_cell_values(records).items()}
 
 
 def compare_models(records_a: Iterable[dict[str, Any]], model_a: str, records_b: Iterable[dict[str, Any]],

@@ -7,11 +7,14 @@ OOD test, each ladder step, in the protocol's order) and each metric (``success`
 curve against the step: mean, bootstrap 95 % CI over tasks and n, as the run's cells have them —
 and the curve's shape named (:mod:`topoeval.analysis.sweep_shape`): where it peaked, whether the end
 fell below the peak by more than the tie rule ("peaked early at step k"), and how the OOD curves
-moved with the ID curve (Pearson and Spearman over the steps).
+moved with the ID curve (Pearson and Spearman over the steps). With the run's episodes, ``paired`` says
+what each stretch of training changed task by task (flips, McNemar's exact p, the paired verdict, a sentence:
+:mod:`topoeval.analysis.sweep_paired`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -50,8 +53,12 @@ class SweepPoint(BaseModel):
 
 
 def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: str = "0-shot",
-                 training: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The sweep's summary (schema :data:`SCHEMA`): per topology and metric, the curve over ``points``."""
+                 training: dict[str, Any] | None = None,
+                 records: Iterable[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The sweep's summary (schema :data:`SCHEMA`): per topology and metric, the curve over ``points``; with the
+    run's episode ``records``, also ``paired``: what each stretch of training changed, task by task
+    (:func:`topoeval.analysis.sweep_paired.sweep_flips`)."""
+    from topoeval.analysis.sweep_paired import sweep_flips
     from topoeval.analysis.sweep_shape import sweep_shapes
 
     cells = {(c["model"], c["topology"]): c for c in summary["cells"] if c["baseline"] == baseline}
@@ -74,7 +81,9 @@ def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: st
     return {"schema": SCHEMA, "protocol": summary["protocol"], "run_id": summary.get("run_id"), "baseline": baseline,
             "points": [p.model_dump(exclude_none=True, exclude={"api_base"})
                        for p in sorted(points, key=lambda p: p.step)],
-            "training": training or {}, "curves": curves, "peaks": _peaks(curves), **sweep_shapes(curves)}
+            "training": training or {}, "curves": curves, "peaks": _peaks(curves), **sweep_shapes(curves),
+            **({"paired": sweep_flips(records, points, baseline, [c["topology"] for c in curves])}
+               if records is not None else {})}
 
 
 def _peaks(curves: list[dict[str, Any]]) -> list[dict[str, Any]]:

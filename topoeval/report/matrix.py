@@ -70,7 +70,32 @@ def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
             out.append("")
         if fit.get("caveat"):
             out += [f"Caveat: {fit['caveat']}.", ""]
-    return out
+    return out + paired_md(matrix.get("paired"), topos)
+
+
+def _verdict(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "—"
+    word = {"b_better": "better", "a_better": "worse"}.get(entry["verdict"], "tie")
+    return f"{word} ({entry['n_up']}↑ {entry['n_down']}↓ of {entry['n_pairs']}, p={entry['mcnemar_p']:.2g})"
+
+
+def paired_md(paired: dict[str, Any] | None, topos: list[str]) -> list[str]:
+    """``### Against the base, task by task``: each trained model's paired verdict against its base on every
+    topology (↑ tasks it solves that the base did not, ↓ the reverse, McNemar's exact p); [] without ``paired``."""
+    if not paired:
+        return []
+    out = ["### Against the base, task by task", ""]
+    if paired.get("base") is None:
+        return [*out, f"No paired comparison: {paired.get('why')}.", ""]
+    out += [f"Each trained model against `{paired['base']}` ({paired['base_source']}), paired over the tasks both "
+            f"scored; verdict rule: {paired['rule']}.", "",
+            _row(["model", "baseline", "trained on", *topos]), _row(["---"] * (3 + len(topos)))]
+    for r in paired["rows"]:
+        by_topology = {e["topology"]: e for e in r["topologies"]}
+        out.append(_row([r["model"], r["baseline"], r["train_topology"],
+                         *[_verdict(by_topology.get(t)) for t in topos]]))
+    return [*out, ""]
 
 
 def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:

@@ -63,6 +63,38 @@ def plot_sweep(sweep: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def _ids(ids: list[str], shown: int = 6) -> str:
+    return ", ".join(ids[:shown]) + (f" +{len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def paired_sentences(sweep: dict[str, Any]) -> list[str]:
+    """The sweep's paired sentences: each step against the one before, then the base against each later step."""
+    steps = (sweep.get("paired") or {}).get("steps") or []
+    return [s["sentence"] for kind in ("consecutive", "from_base") for s in steps if s["kind"] == kind]
+
+
+def paired_md(sweep: dict[str, Any]) -> list[str]:
+    """report.md's ``## What changed, task by task`` ([] for a sweep summary without ``paired``)."""
+    paired = sweep.get("paired")
+    if not paired:
+        return []
+    out = ["## What changed, task by task", "",
+           f"Paired over the tasks both checkpoints scored: flips 0 → 1 (up) and 1 → 0 (down), McNemar's exact p; "
+           f"verdict rule: {paired['rule']}.", "", *[f"- {s}" for s in paired_sentences(sweep)], "",
+           "| from | to | topology | up | down | McNemar p | verdict |", "|---|---|---|---|---|---|---|"]
+    for kind in ("consecutive", "from_base"):
+        for s in paired["steps"]:
+            if s["kind"] != kind:
+                continue
+            for t in s["topologies"]:
+                up = f"{t['n_up']}" + (f": {_ids(t['up'])}" if t["up"] else "")
+                down = f"{t['n_down']}" + (f": {_ids(t['down'])}" if t["down"] else "")
+                verdict = {"b_better": "better", "a_better": "worse"}.get(t["verdict"], "tie")
+                out.append(f"| {s['from_step']} | {s['to_step']} | {t['topology']} | {up} | {down} | "
+                           f"{t['mcnemar_p']:.2g} | {verdict} |")
+    return [*out, ""]
+
+
 def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
     """``sweep.png``, ``report.md`` and ``report.html`` in ``out``."""
     plot = plot_sweep(sweep, out / PLOT)
@@ -85,12 +117,16 @@ def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
     md += ["| " + " | ".join(r) + " |" for r in table[1:]]
     md += ["", "## The shape", "", "Peaks (the tie rule: a difference under 2 × the larger noise of the two points "
            "is a tie):", "", *shape, "", "ID–OOD correlation over the steps:", "", *corr, ""]
+    md += paired_md(sweep)
     write_atomic(out / "report.md", "\n".join(md))
     cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in table[1:])
     page = (f"<!doctype html><meta charset='utf-8'><title>sweep {html.escape(sweep['protocol'])}</title>"
             f"<h1>Transfer over training: {html.escape(sweep['protocol'])}</h1><p>{html.escape(intro)}</p>"
             f"<img src='{PLOT}' alt='curves'><table border='1' cellspacing='0' cellpadding='3'><tr>"
             + "".join(f"<th>{html.escape(h)}</th>" for h in table[0]) + f"</tr>{cells}</table><ul>"
-            + "".join(f"<li>{html.escape(p[2:])}</li>" for p in peaks) + "</ul>")
+            + "".join(f"<li>{html.escape(p[2:])}</li>" for p in peaks) + "</ul>"
+            + ("<h2>What changed, task by task</h2><ul>" + "".join(f"<li>{html.escape(x)}</li>"
+                                                                 for x in paired_sentences(sweep)) + "</ul>"
+               if sweep.get("paired") else ""))
     write_atomic(out / "report.html", page)
     return [plot, out / "report.md", out / "report.html"]
