@@ -38,6 +38,22 @@ app = typer.Typer(
     help="Measure how an agent trained on one tool topology generalises to another.",
 )
 
+
+
+def _version(value: bool) -> None:
+    if value:
+        from topoeval.core.version import __version__
+
+        typer.echo(f"topoeval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="Print topoeval's version and exit.")) -> None:
+    """Measure how an agent trained on one tool topology generalises to another."""
+
+
 app.command("run")(run)
 app.command("merge")(merge)
 app.command("validate")(validate)

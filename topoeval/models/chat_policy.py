@@ -32,7 +32,15 @@ class ChatPolicy(Policy):
     instead. Transient failures are retried (see :mod:`topoeval.models.retry`).
     """
 
+    #: whether topoeval starts the server itself (a local model): its address is none of the user's
+    serves_itself = False
+
     def __init__(self, model: str, options: ModelOptions, name: str | None = None):
+        from topoeval.models.preflight_hints import endpoint_in_base
+
+        for base in [*options.api_bases, *([options.api_base] if options.api_base else [])]:
+            if (wrong := endpoint_in_base(base)) is not None:
+                raise UserError(wrong)
         self.model = model
         self.options = options
         self.name = name or model
@@ -71,17 +79,39 @@ class ChatPolicy(Policy):
     async def preflight(self) -> str | None:
         """One request, not retried: :class:`PermanentError` becomes a one-line UserError naming the
         model and the fix; any other failure is returned as a warning (the episodes retry it)."""
+        from topoeval.models.preflight_hints import is_refused, refused_address
+
+        address = self.options.api_base if not self.serves_itself else None
         try:
             await self.complete(PREFLIGHT_MESSAGES, [], PREFLIGHT_SAMPLING)
         except PermanentError as exc:
-            raise UserError(self.mask(" ".join(f"model '{self.name}': {exc}; {exc.fix}".split()))) from None
+            hint = await self._not_served_hint() if exc.status == 404 and address else None
+            raise UserError(self.mask(" ".join((hint or f"model '{self.name}': {exc}; {exc.fix}").split()))) from None
         except UserError:
             raise
         except Exception as exc:
+            if address and len(self.options.api_bases) <= 1 and is_refused(exc):  # nothing to retry: a wrong address
+                raise UserError(self.mask(refused_address(self.name, address))) from None
             detail = " ".join(self.mask(str(exc)).split())[:200]
             return (f"model '{self.name}': the preflight request failed ({type(exc).__name__}: {detail}); "
                     "its episodes retry, and those that still fail are recorded as errors")
         return None
+
+    def served_name(self) -> tuple[str, str]:
+        """(the prefix of the model string, the name the server is asked for): ``openai/`` and ``NAME``."""
+        prefix, _, served = self.model.partition("/")
+        return (prefix + "/", served) if served else ("", self.model)
+
+    async def _not_served_hint(self) -> str | None:
+        """The one line for a 404 at preflight: the names the server serves (GET /v1/models), or a base
+        without /v1; None when neither is known."""
+        from topoeval.models.preflight_hints import not_served, served_models
+
+        assert self.options.api_base is not None
+        prefix, served = self.served_name()
+        headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
+        names = await served_models(self.options.api_base, headers, min(self.options.timeout_s, 10.0))
+        return not_served(self.name, served, prefix, self.options.api_base, names)
 
     def sampling_args(self, sampling: SamplingParams) -> dict[str, Any]:
         args: dict[str, Any] = {

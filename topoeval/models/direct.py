@@ -124,6 +124,9 @@ class DirectPolicy(ChatPolicy):
                 self.secrets.append(secret)
                 remember_secret(secret)
 
+    def served_name(self) -> tuple[str, str]:
+        return "direct:", self.model
+
     def excerpt(self, raw: bytes, limit: int = 200) -> str:
         """The start of a response body for an error text, masked (before it is cut: no key half-shown)."""
         return self.mask(repr(raw[:limit + 1024]))[:limit + 3]
@@ -210,7 +213,7 @@ class DirectPolicy(ChatPolicy):
         detail = self.mask(detail)[:300]
         if status in NON_RETRYABLE:
             return PermanentError(f"{NON_RETRYABLE[status]} (HTTP {status}: {detail})", status=status,
-                                  fix=permanent_fix(status, self.key_hint(), self.options.api_base))
+                                  fix=permanent_fix(status, self.key_hint(), self.options.api_base, "direct:"))
         return RuntimeError(f"HTTP {status}: {detail}")
 
     async def aclose(self) -> None:

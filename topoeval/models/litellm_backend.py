@@ -44,11 +44,20 @@ def import_litellm():
     return litellm
 
 
+#: The key sent to an OpenAI-compatible server named with --api-base when none is given (and the environment has
+#: none): an open server (vLLM, SGLang, llama.cpp without --api-key) ignores it; litellm would refuse to send
+#: the request without one.
+OPEN_SERVER_KEY = "EMPTY"
+
+
 class LiteLLMPolicy(ChatPolicy):
     concurrency = 16
 
     def __init__(self, model, options, name=None):
         self.litellm = import_litellm()
+        if options.api_base and not options.api_key and model.startswith("openai/") and not os.environ.get(
+                "OPENAI_API_KEY"):
+            options = options.model_copy(update={"api_key": OPEN_SERVER_KEY})  # an open server needs no key
         super().__init__(model, options, name)
         self.router = self._router() if len(options.api_bases) > 1 else None
 

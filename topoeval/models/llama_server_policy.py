@@ -219,6 +219,8 @@ def shared_server(binary: Path, model: str, n_ctx: int, n_threads: int | None, s
 class LlamaServerPolicy(DirectPolicy):
     """A GGUF model (optionally with a LoRA adapter) served by a llama-server of topoeval's."""
 
+    serves_itself = True
+
     def __init__(self, model_path: str, options: ModelOptions, name: str | None = None, lora_path: str | None = None):
         from topoeval.models.llamacpp_build import server_binary
 

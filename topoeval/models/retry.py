@@ -97,13 +97,15 @@ def bad_request(detail: str, code: str | None = None, fix: str = "", known: Iter
                            f"{fix}{BAD_REQUEST_REPORT}", status=400, fix=BAD_REQUEST_REPORT)
 
 
-def permanent_fix(status: int | None, key_hint: str, api_base: str | None = None) -> str:
-    """The fix to print for a :class:`PermanentError` of ``status`` (None: no credentials given)."""
+def permanent_fix(status: int | None, key_hint: str, api_base: str | None = None, prefix: str = "openai/") -> str:
+    """The fix to print for a :class:`PermanentError` of ``status`` (None: no credentials given); ``prefix``: the
+    model string's prefix before the served name (``openai/``, ``direct:``)."""
     if status in (None, 401, 403):
         return f"check the API key: {key_hint}"
     if status == 404:
         where = f" and that the server at {mask_url(api_base)} serves it" if api_base else ""
-        return f"check the model name{where} (the served name goes after the provider prefix, e.g. openai/NAME)"
+        what = "the provider prefix" if prefix.endswith("/") else prefix
+        return f"check the model name{where} (the served name goes after {what}, e.g. {prefix}NAME)"
     return ("check that --api-base is the server's OpenAI-compatible /v1 URL and that the model takes this request "
             "(--tool-mode prompt for servers without function calling)")
 
