@@ -75,6 +75,14 @@ def run(
         shot_list = [int(s) for s in shots.replace(",", " ").split()] if shots else None
     except ValueError:
         raise UserError(f"--shots takes numbers like '0,1', not '{shots}'") from None
+    from topoeval.policies.suggest import check_model_names
+
+    check_model_names(models, bool(api_base))
+    for entry in trained_on or []:
+        if "=" not in str(entry) and not entry.exists():
+            raise UserError(f"--trained-on {entry}: no such folder; give a `topoeval export` folder the model was "
+                            f"trained on, or MODEL=TOPOLOGY for a transfer matrix's diagonal (e.g. --trained-on "
+                            f"{models[0] if models else 'MODEL'}={entry})")
     options = ModelOptions(api_bases=api_base or [], api_key=api_key, tool_mode=tool_mode.value, timeout_s=timeout,
                            max_retries=max_retries, tool_format=tool_format)
     with warnings.catch_warnings(record=True) as caught:
