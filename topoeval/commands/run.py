@@ -106,6 +106,9 @@ def run(
     from topoeval.report.matrix import print_matrix_table
 
     print_matrix_table(result.summary.get("matrix"), console)
+    from topoeval.report.tables import print_collapse_table
+
+    print_collapse_table(result.summary, console)
     from topoeval.analysis.diagnostics import no_tool_call_notice
 
     notice = no_tool_call_notice(result.summary.get("cells") or [])

@@ -1,12 +1,12 @@
 """The points of ``topoeval sweep PROTOCOL``: ``--point STEP=MODEL`` and ``--points FILE``.
 
 ``--points`` is YAML, a mapping from the step to a model spec, or to a mapping with ``model`` and
-optionally ``api_base`` (that point's server; two points can reach two servers) and ``name`` (its
-name in the run, needed when two points share a model spec)::
+optionally ``api_base`` (that point's server; two points can reach two servers), ``api_key`` (that
+server's key) and ``name`` (its name in the run, needed when two points share a model spec)::
 
     0: smollm2-135m
     100: {model: direct:qwen-ckpt, api_base: http://127.0.0.1:8001/v1, name: ckpt-100}
-    200: {model: direct:qwen-ckpt, api_base: http://127.0.0.1:8002/v1, name: ckpt-200}
+    200: {model: direct:qwen-ckpt, api_base: http://127.0.0.1:8002/v1, api_key: KEY, name: ckpt-200}
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 from topoeval.analysis.sweep import SweepPoint
 from topoeval.core.errors import UserError
 
-KEYS = ("model", "api_base", "name")
+#: the keys a point's mapping may have (``api_key``: that point's server's key, once SweepPoint carries one)
+KEYS = tuple(k for k in ("model", "api_base", "api_key", "name") if k in SweepPoint.model_fields)
 
 
 def _step(value: Any, where: str) -> int:
@@ -64,7 +65,8 @@ def read_points(path: Path) -> list[SweepPoint]:
             out.append(SweepPoint(step=step, model=value.strip()))
             continue
         if not isinstance(value, dict) or not isinstance(value.get("model"), str):
-            raise UserError(f"{where}: give a model spec, or a mapping with 'model' (and optionally api_base, name)")
+            raise UserError(f"{where}: give a model spec, or a mapping with 'model' (and optionally "
+                            f"{', '.join(k for k in KEYS if k != 'model')})")
         unknown = [k for k in value if k not in KEYS]
         if unknown:
             raise UserError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(KEYS)})")

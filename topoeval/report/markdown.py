@@ -10,7 +10,7 @@ from topoeval.analysis.collapse import QUALITY
 from topoeval.analysis.diagnostics import no_tool_call_notice
 from topoeval.core.files import write_atomic
 from topoeval.report.matrix import matrix_md
-from topoeval.report.tables import INCOMPLETE_NOTE, error_mark, topologies_by_role
+from topoeval.report.tables import COLLAPSE_COLUMNS, INCOMPLETE_NOTE, collapse_rows, error_mark, topologies_by_role
 
 #: How report.md starts the paragraph that says a model never called a tool (report.html shows it as a warning).
 NO_TOOL_CALLS_MARK = "**No tool calls.**"
@@ -73,14 +73,10 @@ def render_report_md(summary: dict[str, Any]) -> str:
     collapse = summary.get("collapse") or []
     if collapse:
         lines += ["", "## Collapse", "",
-                  _row(["model", "baseline", "S_id", "topology", "S_ood", "transfer ratio", "gap",
-                        "few-shot recovery", "falls most"]), _row(["---"] * 9)]
-        for e in collapse:
-            for t, s in e["S_ood"].items():
-                rec = (e.get("fewshot_recovery") or {}).get(t)
-                worst = e["dimension_collapse"].get(t, {}).get("falls_most") or "—"
-                lines.append(_row([e["model"], e["baseline"], _f(e["S_id"]), t, _f(s), _f(e["transfer_ratio"][t]),
-                                   _f(e["gap"][t]), _f(rec), worst]))
+                  "Falls most: the dimension with the largest ID − OOD drop; weakest: the dimension with the lowest "
+                  "OOD mean (whether or not the ID topology has it); why —: the reason for each empty value of the "
+                  "row.", "", _row(list(COLLAPSE_COLUMNS)), _row(["---"] * len(COLLAPSE_COLUMNS))]
+        lines += [_row([v.replace("|", "/") for v in row]) for row in collapse_rows(collapse)]
     ladders = summary.get("ladder") or []
     if ladders:
         steps = [p["topology"] + (f" ({p['axis']})" if p["axis"] else "")

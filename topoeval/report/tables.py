@@ -72,6 +72,62 @@ def print_success_table(summary: dict[str, Any], console, metric: str = "success
     console.print(table)
 
 
+#: Columns of the collapse table (report.md and the terminal): "why —" gives the reason for each "—" in its row.
+COLLAPSE_COLUMNS = ("model", "baseline", "S_id", "topology", "S_ood", "transfer ratio", "gap", "few-shot recovery",
+                    "falls most", "weakest", "why —")
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def collapse_rows(collapse: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per collapse entry and OOD topology (:data:`COLLAPSE_COLUMNS`): the numbers, the dimension that
+    falls most, the weakest dimension with its OOD mean, and why each "—" of the row is empty (summary.json's
+    ``nulls``, fields that share a reason named together)."""
+    rows = []
+    for e in collapse:
+        nulls = e.get("nulls") or {}
+        for t, s_ood in e["S_ood"].items():
+            dims = (e.get("dimension_collapse") or {}).get(t) or {}
+            recovery = e.get("fewshot_recovery")
+            reasons: dict[str, list[str]] = {}
+            for label, key in (("S_ood", f"S_ood.{t}"), ("transfer ratio", f"transfer_ratio.{t}"),
+                               ("gap", f"gap.{t}"), ("few-shot recovery", f"fewshot_recovery.{t}"),
+                               ("falls most", f"dimension_collapse.{t}.falls_most"),
+                               ("weakest", f"dimension_collapse.{t}.weakest")):
+                if key in nulls:
+                    reasons.setdefault(nulls[key], []).append(label)
+            if recovery is None:
+                why = ("measured from this baseline" if e["baseline"] == "0-shot"
+                       else "no 0-shot run of this model to measure it from")
+                reasons.setdefault(why, []).append("few-shot recovery")
+            weakest = dims.get("weakest")
+            rows.append([e["model"], e["baseline"], _num(e.get("S_id")), t, _num(s_ood),
+                         _num(e["transfer_ratio"].get(t)), _num(e["gap"].get(t)),
+                         _num((recovery or {}).get(t)), dims.get("falls_most") or "—",
+                         f"{weakest['dimension']} {weakest['mean']:.2f}" if weakest else "—",
+                         "; ".join(f"{', '.join(labels)}: {why}" for why, labels in reasons.items()) or ""])
+    return rows
+
+
+def print_collapse_table(summary: dict[str, Any], console) -> None:
+    """The collapse table (:func:`collapse_rows`); nothing when the summary has no collapse section."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = collapse_rows(summary.get("collapse") or [])
+    if not rows:
+        return
+    table = Table(title=f"{summary['protocol']}: collapse out of distribution (— : the reason is in the last column)")
+    for col in COLLAPSE_COLUMNS:
+        table.add_column(col, justify="right" if col in ("S_id", "S_ood", "transfer ratio", "gap",
+                                                         "few-shot recovery") else "left")
+    for row in rows:
+        table.add_row(*(escape(v) for v in row))
+    console.print(table)
+
+
 def print_quality_table(summary: dict[str, Any], console) -> None:
     """Rows: model x baseline x metric (success, dq, each dimension); columns: topologies.
 
