@@ -92,6 +92,9 @@ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padd
     view.appendChild(el("h3", null, ep.task_id + " (sample " + ep.sample + ") — " + ep.status));
     ep.errors.forEach(function (e) {{ view.appendChild(el("pre", "bad", e)); }});
     view.appendChild(el("pre", null, "scores: " + JSON.stringify(ep.scores)));
+    if (ep.status !== "error" && ep.scores.success !== 1 && ep.expected_answer != null)
+      view.appendChild(el("pre", "bad", "final answer: " + (ep.final_answer ? ep.final_answer : "(none)")
+        + "\\nexpected: " + ep.expected_answer));
     var calls = {{}}; ep.calls.forEach(function (c) {{ calls[c.id] = c; }});
     ep.messages.forEach(function (m) {{
       var box = el("div", "msg " + m.role); box.appendChild(el("b", null, m.role));
@@ -222,6 +225,9 @@ def _episode_view(rec: dict[str, Any]) -> dict[str, Any]:
     return {
         "task_id": rec["task_id"], "sample": rec.get("sample", 0), "family": rec.get("family"),
         "status": rec["status"], "errors": [clip(e) for e in rec.get("errors") or []], "messages": messages,
+        "final_answer": clip(rec.get("final_answer")),
+        # the suite's gold answer, where the record carries one (a failed episode shows it beside the model's)
+        "expected_answer": clip(rec.get("expected_answer")),
         "calls": [{"id": c["id"], "status": c["status"], "error": c["error"]} for c in rec["calls"]],
         "events": rec.get("events", []),
         "scores": {k: v for k, v in (rec.get("scores") or {}).items() if v is not None},
