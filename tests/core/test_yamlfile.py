@@ -150,3 +150,120 @@ def test_compose_gives_the_node_tree_and_the_data_after_the_checks():
     assert data == {"a": {"b": 1}} and node.value[0][1].start_mark.line == 1
     with pytest.raises(YamlRejected, match="nested deeper than 64 levels"):
         yamlfile.compose_yaml(nested(65), "f.yaml")
+
+
+def test_each_refusal_is_worded_in_full():
+    with pytest.raises(YamlRejected) as info:
+        check_events("a: &x\n  - *x\n", "f.yaml")
+    assert info.value.problem == "YAML alias '*x' is inside the value it names (a value that contains itself)"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(yamlfile, "MAX_NODES", 1000)
+        with pytest.raises(YamlRejected) as info:
+            check_events(laughs(6, 4), "f.yaml")
+    assert info.value.problem == ("more than 1,000 values once its aliases are expanded (YAML anchors/aliases repeat "
+                                  "a value; write less, or split the file)")
+    with pytest.raises(YamlRejected) as info:
+        decode_yaml(b"\xfe\xff\x00a", "f.yaml")
+    assert info.value.problem == ("the file is UTF-16 (big-endian) text (a byte order mark at byte offset 0); topoeval "
+                                  "reads YAML as UTF-8 only: save it as UTF-8")
+    with pytest.raises(YamlRejected) as info:
+        decode_yaml(b"a: \xff\n", "f.yaml")
+    assert info.value.problem == ("not UTF-8: byte 0xff at byte offset 3 (topoeval reads YAML as UTF-8: save the file "
+                                  "as UTF-8)")
+    with pytest.raises(YamlRejected) as info:
+        decode_yaml(b"a\x00", "f.yaml")
+    assert info.value.problem == ("a NUL byte at byte offset 1 (UTF-16 text without a byte order mark?); topoeval "
+                                  "reads YAML as UTF-8: save the file as UTF-8")
+
+
+def test_the_line_counts_a_newline_at_the_very_start_and_a_nul_there_is_refused():
+    with pytest.raises(YamlRejected) as info:
+        decode_yaml(b"\nb: \xff\n", "f.yaml")
+    assert info.value.line == 2
+    with pytest.raises(YamlRejected) as info:
+        decode_yaml(b"\n\x00", "f.yaml")
+    assert info.value.line == 2 and "byte offset 1" in info.value.problem
+    with pytest.raises(YamlRejected) as info:
+        decode_yaml(b"\x00a: 1\n", "f.yaml")  # the very first byte
+    assert info.value.line == 1 and "a NUL byte at byte offset 0" in info.value.problem
+
+
+def test_an_alias_of_an_anchor_never_defined_counts_one_value(monkeypatch):
+    # the events are read before the document is built, so an unknown alias still reaches the count
+    monkeypatch.setattr(yamlfile, "MAX_NODES", 3)  # mapping, key, alias
+    check_events("a: *nowhere\n", "f.yaml")
+    monkeypatch.setattr(yamlfile, "MAX_NODES", 2)
+    with pytest.raises(YamlRejected, match="more than 2 values"):
+        check_events("a: *nowhere\n", "f.yaml")
+
+
+def test_an_anchor_defined_again_counts_the_size_of_its_latest_value(monkeypatch):
+    text = "a: &x [1, 2, 3]\nb: &x 5\nc: *x\n"  # *x is the scalar 5 now: 1 value, not the list's 4
+    monkeypatch.setattr(yamlfile, "MAX_NODES", 10)  # mapping, a, list, 1, 2, 3, b, 5, c, *x
+    check_events(text, "f.yaml")
+    monkeypatch.setattr(yamlfile, "MAX_NODES", 9)
+    with pytest.raises(YamlRejected, match="more than 9 values"):
+        check_events(text, "f.yaml")
+
+
+def loaders_used(monkeypatch) -> list:
+    """The Loader of every yaml.parse call from here on."""
+    used = []
+    real = yamlfile.yaml.parse
+
+    def spy(text, Loader):  # noqa: N803 (PyYAML's keyword)
+        used.append(Loader)
+        return real(text, Loader=Loader)
+
+    monkeypatch.setattr(yamlfile.yaml, "parse", spy)
+    return used
+
+
+def test_the_events_are_libyaml_s_and_a_depth_it_refuses_is_never_parsed_again_in_pure_python(monkeypatch):
+    import yaml
+
+    used = loaders_used(monkeypatch)
+    check_events("a: [1, 2]\n", "f.yaml")
+    assert used == [yaml.CSafeLoader]  # PyYAML's own scanner takes about a second on 1,000 nested "["
+    used.clear()
+    with pytest.raises(YamlRejected, match=r"^f\.yaml:3: nested deeper than 64 levels$"):
+        check_events("a: 1\nb: 2\ndeep: " + "[" * 5000 + "]" * 5000 + "\n", "f.yaml")  # LibYAML's own limit
+    assert used == [yaml.CSafeLoader]
+    used.clear()
+    with pytest.raises(YamlRejected, match="nested deeper than 64 levels"):
+        check_events(nested(70), "f.yaml")  # under LibYAML's limit: topoeval's count refuses it
+    assert used == [yaml.CSafeLoader]
+
+
+def test_what_libyaml_refuses_otherwise_the_pure_python_pass_decides(monkeypatch):
+    import yaml
+
+    used = loaders_used(monkeypatch)
+    check_events("a: 1\n", "f.yaml")
+    used.clear()
+    with pytest.raises(yaml.YAMLError):
+        load_yaml("a: [1\n", "f.yaml")  # a syntax error: left to the load, after both passes
+    assert used == [yaml.CSafeLoader, yaml.SafeLoader]
+
+
+@pytest.mark.parametrize("error,line", [
+    (lambda: __import__("yaml").MarkedYAMLError(context_mark=__import__("yaml").Mark("f", 0, 4, 0, None, None),
+                                                problem="exceeded maximum nesting depth"), 5),  # no problem mark
+    (lambda: __import__("yaml").MarkedYAMLError(context_mark=__import__("yaml").Mark("f", 0, 4, 0, None, None),
+                                                problem="exceeded maximum nesting depth",
+                                                problem_mark=__import__("yaml").Mark("f", 0, 1, 0, None, None)), 2),
+    (lambda: __import__("yaml").YAMLError("exceeded maximum nesting depth"), 1),  # no mark at all
+])
+def test_a_libyaml_depth_refusal_names_the_line_of_whatever_mark_it_has(monkeypatch, error, line):
+    def refuse(text, Loader):  # noqa: N803
+        raise error()
+
+    monkeypatch.setattr(yamlfile.yaml, "parse", refuse)
+    with pytest.raises(YamlRejected) as info:
+        check_events("a: 1\n", "f.yaml")
+    assert (info.value.line, info.value.problem) == (line, "nested deeper than 64 levels")
+
+
+def test_compose_names_the_file_in_its_refusal():
+    with pytest.raises(YamlRejected, match=r"^shown\.yaml:1: nested deeper than 64 levels$"):
+        yamlfile.compose_yaml(nested(65), "shown.yaml")

@@ -28,3 +28,24 @@ def test_a_malformed_or_foreign_record_is_named_in_a_few_words(record, why):
     assert problem is not None and why in problem and "\n" not in problem
     assert not is_episode_record(record)
 
+
+
+@pytest.mark.parametrize(("record", "problem"), [
+    ([episode("t1")], "not an episode record (not an object)"),
+    ({**episode("t1"), "key": 7}, "not an episode record (no string key)"),
+    ({**episode("t1"), "role": 5}, "not an episode record (role: Input should be a valid string)"),
+    ({**episode("t1"), "model": "other"},  # the whole record's check: no field to name
+     "not an episode record (key is not model|baseline|topology|task_id|sample of the record)"),
+])
+def test_the_problem_is_one_line_in_these_exact_words(record, problem):
+    assert record_problem(record) == problem
+
+
+def test_a_record_too_deep_to_check_is_a_problem_not_a_crash(monkeypatch):
+    from topoeval.runner.records import EpisodeRecord
+
+    def too_deep(cls, record):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(EpisodeRecord, "model_validate", classmethod(too_deep))
+    assert record_problem(episode("t1")) == "not an episode record (nested too deep)"

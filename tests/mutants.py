@@ -1,0 +1,155 @@
+"""``make mutants``: mutation testing (mutmut 3) of the modules whose mistakes would change published numbers
+or lose data, each with the tests that cover it (docs/development.md, "Mutation testing").
+
+    .venv-mutants/bin/python -m tests.mutants [MODULE ...]     # default: every module of TARGETS, in order
+
+mutmut reads its settings from the pyproject.toml of the folder it runs in, so each module runs in a
+workspace of its own, ``.venv-mutants/work/<module>/`` (ignored by git, like the virtualenv): the
+package and the tests linked in, a pyproject.toml written here with the module to mutate and its tests,
+and mutmut's ``mutants/`` copy. The checkout itself is never changed (mutmut mutates its copy, one
+function's variants switched by an environment variable). Every run starts fresh, prints the module's
+kill rate and time, and writes each survivor's diff to the workspace's ``survivors.txt``.
+
+A mutant is *killed* when a covering test fails; *survived* when they all pass; *no tests* when no
+selected test calls its function (a hole too: the module's map below lacks a test file, or no test
+reaches that code). Survivors judged equivalent (no observable difference) are listed in
+:data:`EQUIVALENT` with the reason; the rate over the others is the goal's (at least 90 %).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".venv-mutants" / "work"
+
+#: module -> the test files that cover it (the one place this mapping lives); smallest and fastest first
+TARGETS: dict[str, list[str]] = {
+    "topoeval/core/yamlfile.py": ["tests/core/test_yamlfile.py", "tests/protocol/test_bad_input.py"],
+    "topoeval/runner/records.py": ["tests/runner/test_records.py", "tests/runner/test_episode_file.py"],
+    "topoeval/analysis/stats.py": ["tests/analysis/test_stats.py",
+                                   "tests/analysis/test_paired.py"],
+    "topoeval/metrics/scoring.py": ["tests/metrics/test_scoring.py"],
+    "topoeval/analysis/collapse.py": ["tests/analysis/test_collapse.py"],
+    "topoeval/analysis/matrix.py": ["tests/analysis/test_matrix.py", "tests/analysis/test_matrix_attribution.py"],
+    "topoeval/runner/merged.py": ["tests/runner/test_merged.py", "tests/runner/test_merged_conflicts.py",
+                                  "tests/runner/test_merge_trust.py"],
+    "topoeval/runner/episode_file.py": ["tests/runner/test_episode_file.py", "tests/runner/test_store.py",
+                                        "tests/runner/test_store_repair.py"],
+    "topoeval/runner/store.py": ["tests/runner/test_store.py", "tests/runner/test_store_repair.py",
+                                 "tests/runner/test_episode_file.py"],
+    "topoeval/runner/lock.py": ["tests/runner/test_lock.py"],
+    "topoeval/metrics/dimensions.py": ["tests/metrics/test_dimensions.py", "tests/metrics/test_properties.py",
+                                       "tests/metrics/test_progress.py", "tests/metrics/test_unanswered.py"],
+    "topoeval/publish/tables.py": ["tests/publish/test_tables.py", "tests/publish/test_publish.py"],
+}
+
+#: surviving mutants with no observable difference: mutmut's name -> why (kept out of the goal's rate)
+EQUIVALENT: dict[str, str] = {
+    "topoeval.core.yamlfile.x__check__mutmut_29": "`event.anchor or \"XXXX\"`: an AliasEvent always has an anchor",
+    "topoeval.core.yamlfile.x_compose_yaml__mutmut_8": "yaml.compose without Loader=SafeLoader: composing builds nodes "
+    "only (no constructor runs) and both loaders resolve tags alike; the data comes from safe_load beside it",
+    "topoeval.core.yamlfile.x_decode_yaml__mutmut_20": '"UTF-8" and "utf-8" name the same codec',
+    "topoeval.core.yamlfile.x_decode_yaml__mutmut_31": "bytes.count(sub, None, end) starts at 0 too",
+    "topoeval.core.yamlfile.x_decode_yaml__mutmut_56": "bytes.count(sub, None, end) starts at 0 too",
+    **{f"topoeval.runner.records.x_record_problem__mutmut_{n}": "include_url/include_input of ValidationError.errors() "
+       "change fields record_problem never reads (it reads loc and msg)" for n in (11, 12, 13, 14)},
+    "topoeval.runner.records.x_record_problem__mutmut_18": "the separator of loc's parts: every field EpisodeRecord "
+    "checks is top-level and its validators fail on the field, so loc has one part",
+}
+
+#: mutmut's exit codes by what they mean (mutmut.stats.status_by_exit_code)
+KILLED, SURVIVED, NO_TESTS, TIMEOUT = {1, 3, 37}, {0}, {5, 33}, {24, -24, 36, 152, 255}
+
+
+def workspace(module: str) -> Path:
+    """A fresh workspace for ``module``: links to the checkout, and a pyproject.toml that tells mutmut what to do."""
+    work = WORK / module.removesuffix(".py").replace("/", ".")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "mutants").mkdir(parents=True)
+    for name in ("topoeval", "tests"):  # mutmut copies these into mutants/ (the package, then the tests)
+        (work / name).symlink_to(ROOT / name)
+    for entry in ROOT.iterdir():  # what else the tests read (protocols, suites, adapters, docs), linked
+        if entry.name not in ("topoeval", "tests", "pyproject.toml", "mutants") and not entry.name.startswith(
+                (".venv", ".git")):
+            (work / "mutants" / entry.name).symlink_to(entry)
+    pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    tests = TARGETS[module]
+    text = ["[tool.pytest.ini_options]"] + [f"{k} = {json.dumps(v)}" for k, v in pytest_options.items()] + [
+        "", "[tool.mutmut]", 'source_paths = ["topoeval"]', f"only_mutate = {json.dumps([module])}",
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-n", "0"]',
+        "use_git_change_detection = false", ""]
+    (work / "pyproject.toml").write_text("\n".join(text))
+    return work
+
+
+def statuses(work: Path, module: str) -> dict[str, int | None]:
+    """mutmut's exit code of each mutant of ``module`` (None: not run)."""
+    meta = json.loads((work / "mutants" / (module + ".meta")).read_text())
+    return meta["exit_code_by_key"]
+
+
+def run(module: str) -> dict[str, object]:
+    """Mutation-test one module; its counts, kill rates and seconds (survivors' diffs in survivors.txt)."""
+    missing = [t for t in TARGETS[module] if not (ROOT / t).exists()]
+    if missing:
+        raise SystemExit(f"error: {module}: test file(s) not found: {', '.join(missing)} (tests/mutants.py TARGETS)")
+    work = workspace(module)
+    mutmut = [str(Path(sys.executable).with_name("mutmut"))]
+    env = {**os.environ, "PYTHONPATH": str(work / "mutants")}  # a subprocess a test starts imports the mutant too
+    start = time.monotonic()
+    proc = subprocess.run([*mutmut, "run"], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    seconds = time.monotonic() - start
+    (work / "mutmut.log").write_text(proc.stdout)
+    if proc.returncode != 0 or not (work / "mutants" / (module + ".meta")).exists():
+        print(proc.stdout[-4000:])
+        raise SystemExit(f"error: {module}: mutmut failed (exit {proc.returncode}); its output: {work / 'mutmut.log'}")
+    codes = statuses(work, module)
+    killed = [k for k, c in codes.items() if c in KILLED | TIMEOUT]
+    survived = sorted(k for k, c in codes.items() if c in SURVIVED)
+    untested = sorted(k for k, c in codes.items() if c in NO_TESTS)
+    other = sorted(k for k, c in codes.items() if k not in killed and k not in survived and k not in untested)
+    open_ = [k for k in survived + untested + other if k not in EQUIVALENT]
+    judged = len(codes) - (len(survived + untested + other) - len(open_))
+    with (work / "survivors.txt").open("w") as out:
+        for name in survived + untested + other:
+            diff = subprocess.run([*mutmut, "show", name], cwd=work, env=env, capture_output=True, text=True).stdout
+            why = EQUIVALENT.get(name)
+            out.write(f"{diff.rstrip()}\n" + (f"# equivalent: {why}\n" if why else "") + "\n")
+    result = {"module": module, "mutants": len(codes), "killed": len(killed), "survived": len(survived),
+              "no_tests": len(untested), "other": len(other), "equivalent": len(codes) - judged,
+              "kill_rate": len(killed) / len(codes) if codes else 1.0,
+              "kill_rate_non_equivalent": len(killed) / judged if judged else 1.0, "seconds": round(seconds),
+              "open": open_, "survivors": str(work / "survivors.txt")}
+    return result
+
+
+def main(argv: list[str]) -> int:
+    modules = argv or list(TARGETS)
+    unknown = [m for m in modules if m not in TARGETS]
+    if unknown:
+        print(f"error: no tests are mapped for {', '.join(unknown)}; modules: {', '.join(TARGETS)}", file=sys.stderr)
+        return 2
+    short = 0
+    for module in modules:
+        r = run(module)
+        print(f"{module}: {r['killed']}/{r['mutants']} killed ({r['kill_rate']:.0%}), {r['survived']} survived, "
+              f"{r['no_tests']} without a test, {r['equivalent']} equivalent; non-equivalent killed "
+              f"{r['kill_rate_non_equivalent']:.1%} in {r['seconds']} s", flush=True)
+        if r["open"]:
+            print(f"  not killed: {', '.join(r['open'])} (diffs: {r['survivors']})", flush=True)
+        short += r["kill_rate_non_equivalent"] < 0.9  # type: ignore[operator]
+    return 1 if short else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
