@@ -112,7 +112,7 @@ def test_runs_given_one_by_one_export_under_their_short_names_and_no_path_of_thi
     index = export_runs([first, second, alone], site)
     assert [r["path"] for r in index["runs"]] == ["a/ref", "b/ref", "solo"] and index[MARKER] == 1
     runs = (site / "data" / "runs.js").read_text()
-    assert '"root":"the published runs"' in runs
+    assert '"root":"the dataset repo"' in runs
     written = [p for p in site.rglob("*") if p.is_file()]
     assert written and not [p for p in written if str(tmp_path).encode() in p.read_bytes()]
     for run in index["runs"]:

@@ -89,7 +89,7 @@ def export(root: Path, out: Path) -> dict[str, Any]:
     return _write(Catalogue(root), Path(out))
 
 
-def export_runs(run_dirs: Sequence[Path], out: Path, label: str = "the published runs") -> dict[str, Any]:
+def export_runs(run_dirs: Sequence[Path], out: Path, label: str = "the dataset repo") -> dict[str, Any]:
     """Write the viewer of the run folders given into ``out`` (what ``topoeval publish --viewer`` puts in
     the dataset repo's ``viewer/``): each run shown by its shortest distinct trailing path, the runs
     list headed ``label`` (no absolute path of this machine is written). ``out`` is checked as
