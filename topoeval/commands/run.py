@@ -147,3 +147,8 @@ def merge(
     console.print(f"merged {len(run_dirs)} folder(s) into {result.run_dir}: {len(result.summary['cells'])} cells, "
                   f"{result.reused_episodes} episodes" + (f", {result.errors} with errors" if result.errors else ""))
     print_success_table(result.summary, console)
+    from topoeval.analysis.diagnostics import no_tool_call_notice
+
+    notice = no_tool_call_notice(result.summary.get("cells") or [])
+    if notice:
+        typer.echo(f"warning: {notice}", err=True)
