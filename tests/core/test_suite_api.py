@@ -20,7 +20,7 @@ SUITE_API = {
                             "ToolError", "ToolSpec", "TopologyDescriptor", "World", "WorldError", "task_id",
                             "task_seed"],
     "topoeval.core.users": ["active_user", "active_user_options"],
-    "topoeval.core.yamlfile": ["YamlRejected", "load_yaml"],
+    "topoeval.core.yamlfile": ["YamlRejected", "load_yaml", "read_yaml_file"],
     "topoeval.policies.oracle": ["next_calls"],
     "topoeval.policies.user_model": ["user_model"],
 }

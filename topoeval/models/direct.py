@@ -16,10 +16,8 @@ known, so a server that echoes them in its error body does not get them printed 
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -38,6 +36,7 @@ from topoeval.models.retry import (
     parse_retry_after,
     permanent_fix,
 )
+from topoeval.models.urls import basic_auth, endpoint_url, request_url, url_credentials
 
 try:  # orjson when installed: a faster encoder/decoder for the hot path (optional)
     import orjson
@@ -51,35 +50,6 @@ except ImportError:  # pragma: no cover - depends on the environment
         return json.dumps(obj).encode()
 
     _loads = json.loads  # type: ignore[assignment]  # same call shape as orjson.loads
-
-
-def endpoint_url(base: str, endpoint: str) -> str:
-    """``endpoint`` (``/chat/completions``) joined to the path of ``base`` (``.../v1``), the base's query kept
-    at the end (its user info kept too: :func:`request_url` drops it, :func:`mask_url` masks it)."""
-    parts = urlsplit(base)
-    path = parts.path.rstrip("/") + "/" + endpoint.lstrip("/")
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
-def request_url(url: str) -> str:
-    """``url`` without its user info (sent as a header instead: :func:`basic_auth`)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
-
-
-def url_credentials(url: str) -> tuple[str, str] | None:
-    """The user and password in ``url``'s user info (percent-decoded); None when it has none."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return None
-    return unquote(parts.username or ""), unquote(parts.password or "")
-
-
-def basic_auth(user: str, password: str) -> str:
-    """The ``Authorization`` value of HTTP Basic auth for ``user`` and ``password``."""
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 class ResponseTooLarge(RuntimeError):

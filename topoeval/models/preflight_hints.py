@@ -77,7 +77,7 @@ async def served_models(api_base: str, headers: dict[str, str], timeout_s: float
     ...}]}``); None when it does not answer that."""
     import aiohttp
 
-    from topoeval.models.direct import endpoint_url, request_url
+    from topoeval.models.urls import endpoint_url, request_url
 
     url = endpoint_url(api_base, "/models")
     try:
@@ -99,7 +99,7 @@ def not_served(name: str, model: str, prefix: str, api_base: str, served: list[s
     """The one line for a 404 on ``model``: the names the server serves (``served``), or a base without /v1;
     None when neither helps (the generic message stands)."""
     if served:
-        from topoeval.protocol.discovery import did_you_mean
+        from topoeval.core.errors import did_you_mean
 
         pick = did_you_mean(model, served).removeprefix(" (did you mean '").removesuffix("'?)") or served[0]
         return (f"model '{name}': the server at {mask_url(api_base)} does not serve '{model}' (HTTP 404); it serves: "

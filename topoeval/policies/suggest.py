@@ -23,8 +23,8 @@ def matches_a_form(spec: str) -> bool:
 def unknown_model_line(spec: str, api_base: bool) -> str:
     """The "unknown model" line with a did-you-mean among the runnable names right after the name, and the
     ``direct:`` form at its end when a server is named with ``--api-base``."""
+    from topoeval.core.errors import did_you_mean
     from topoeval.policies.registry import runnable_names, unknown_model
-    from topoeval.protocol.discovery import did_you_mean
 
     name, fmt = split_format(spec)
     line = unknown_model(name).replace(f"'{name}'", f"'{name}'{did_you_mean(name, runnable_names())}", 1)

@@ -15,7 +15,6 @@ checkout's folders in the first case).
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -29,7 +28,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from topoeval.core.errors import UserError
+from topoeval.core.errors import UserError, did_you_mean
 from topoeval.core.suite import Suite, SuiteManifest
 from topoeval.core.yamlfile import load_yaml, read_yaml_file
 
@@ -65,12 +64,6 @@ def suite_entry_points() -> dict[str, EntryPoint]:
 
 def _dist_name(ep: EntryPoint) -> str | None:
     return ep.dist.name if ep.dist is not None else None
-
-
-def did_you_mean(name: str, known: list[str]) -> str:
-    """' (did you mean 'x'?)' when a close match exists, else ''."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class SuiteRegistry:

@@ -57,8 +57,8 @@ class ToolFormatArgs(TransformArgs):
     @field_validator("format")
     @classmethod
     def _known_format(cls, name: str) -> str:
+        from topoeval.core.errors import did_you_mean
         from topoeval.formats import known_formats
-        from topoeval.protocol.discovery import did_you_mean
 
         known = known_formats()
         if name not in known:
@@ -69,7 +69,7 @@ class ToolFormatArgs(TransformArgs):
 
 def arg_errors(model: type[TransformArgs], args: Any) -> list[tuple[tuple[str | int, ...], str]]:
     """Each problem of ``args`` against ``model`` as (path inside args, message); [] when they are valid."""
-    from topoeval.protocol.discovery import did_you_mean
+    from topoeval.core.errors import did_you_mean
 
     try:
         model.model_validate(args)
