@@ -34,7 +34,7 @@ WORK = ROOT / ".venv-mutants" / "work"
 TARGETS: dict[str, list[str]] = {
     "topoeval/core/yamlfile.py": ["tests/core/test_yamlfile.py", "tests/protocol/test_bad_input.py"],
     "topoeval/runner/records.py": ["tests/runner/test_records.py", "tests/runner/test_episode_file.py"],
-    "topoeval/analysis/stats.py": ["tests/analysis/test_stats.py",
+    "topoeval/analysis/stats.py": ["tests/analysis/test_stats.py", "tests/analysis/test_stats_edges.py",
                                    "tests/analysis/test_paired.py"],
     "topoeval/metrics/scoring.py": ["tests/metrics/test_scoring.py"],
     "topoeval/analysis/collapse.py": ["tests/analysis/test_collapse.py"],
@@ -63,6 +63,29 @@ EQUIVALENT: dict[str, str] = {
        "change fields record_problem never reads (it reads loc and msg)" for n in (11, 12, 13, 14)},
     "topoeval.runner.records.x_record_problem__mutmut_18": "the separator of loc's parts: every field EpisodeRecord "
     "checks is top-level and its validators fail on the field, so loc has one part",
+    **{f"topoeval.analysis.stats.x_bootstrap_ci__mutmut_{n}": "scipy's bootstrap with vectorized=None/False/omitted: "
+       "the same resamples and the same CI (np.mean is vectorized; only the speed differs)" for n in (15, 23, 32)},
+    **{f"topoeval.analysis.stats.x_bootstrap_ci__mutmut_{n}": "np.asarray without dtype=float: the per-task means "
+       "are floats already" for n in (26, 28)},
+    "topoeval.analysis.stats.x_bootstrap_ci__mutmut_30": 'scipy lower-cases the method ("PERCENTILE" is "percentile")',
+    **{f"topoeval.analysis.stats.x_bootstrap_ci__mutmut_{n}": "the batch size: scipy draws from the same stream in "
+       "any batch (test_the_bootstrap_draws_in_bounded_batches_with_the_same_ci)" for n in (37, 42)},
+    **{f"topoeval.analysis.stats.x_bootstrap_ci__mutmut_{n}": "per_task[1] where all values are equal (and there "
+       "are at least 2)" for n in (6, 7)},
+    "topoeval.analysis.stats.x_pass_at_k__mutmut_1": "`n + c < k` for `n - c < k`: where they differ, "
+    "math.comb(n - c, k) is 0, so the formula gives the same 1.0",
+    "topoeval.analysis.stats.xǁFoldǁadd__mutmut_10": "`>` for `>=`: with |total| = |x| both branches compute the "
+    "same float (total = x, or total = -x and t = 0)",
+    **{f"topoeval.analysis.stats.xǁMetricFoldǁ__init____mutmut_{n}": 'array("Q") for array("q"): counts and hits '
+       "are never negative" for n in (10, 13)},
+    "topoeval.analysis.stats.xǁMetricFoldǁ__init____mutmut_15": 'an initial task of "" for None: the first add '
+    "finds nothing open to close either way",
+    "topoeval.analysis.stats.xǁMetricFoldǁ__init____mutmut_17": "an initial hit count of 1: the first add's "
+    "close_task resets it to 0 before any value is counted",
+    "topoeval.analysis.stats.xǁMetricFoldǁclose_task__mutmut_1": "`or` for `and`: a task is open exactly when it "
+    "has a value (add sets both)",
+    **{f"topoeval.analysis.stats.xǁMetricFoldǁstats__mutmut_{n}": "zip(strict=...): the counts and hits arrays "
+       "always grow together" for n in (65, 68, 69)},
 }
 
 #: mutmut's exit codes by what they mean (mutmut.stats.status_by_exit_code)
