@@ -125,3 +125,18 @@ def test_every_turn_of_every_sample_of_every_task_draws_with_its_own_seed_and_a_
     seeds = list(first.seeds.values())
     assert len(seeds) == 3 * 2 * 2 and None not in seeds and len(set(seeds)) == 12  # tasks × samples × turns
     assert second.seeds == first.seeds  # the same draws on a rerun: reproducible, and the cache still hits
+
+
+def test_a_record_carries_the_tasks_expected_answer_where_the_suite_has_one(tmp_path):
+    """A failed episode can show what was expected (issue 60): answer tasks record the suite's gold answer,
+    state tasks None."""
+    import topoeval
+    from topoeval.runner.store import read_episodes
+
+    topoeval.run_protocol("wiki_to_travel", ["noop"], tmp_path / "run", tasks=1, shots=[0])
+    records = read_episodes(tmp_path / "run")
+    wiki = [r for r in records if r["suite"] == "wiki"]
+    travel = [r for r in records if r["suite"] == "travel"]
+    assert wiki and travel
+    assert all(isinstance(r["expected_answer"], str) and r["expected_answer"] for r in wiki)
+    assert all(r["expected_answer"] is None for r in travel)

@@ -181,6 +181,7 @@ class EpisodeState:
             "family": self.task.family,
             "status": self.status,
             "final_answer": self.final_answer,
+            "expected_answer": self.task.answer,  # the suite's gold text answer (None for state tasks)
             "turns": self.turns,
             "user_turns": self.instruction + 1,
             "messages": self.messages[self.prefix - 1 :],
@@ -260,7 +261,7 @@ def fallback_record(labels: dict[str, Any], task: Task, exc: BaseException,
     """The record of an episode whose own record could not be built or written (a reply the harness could
     not serialise): status ``error``, no scores, the reason in ``errors``; it runs again on resume."""
     return {**labels, "task_id": task.id, "family": task.family, "status": "error", "final_answer": None,
-            "turns": 0, "messages": [], "calls": [], "events": [], "state_diff": {},
+            "expected_answer": task.answer, "turns": 0, "messages": [], "calls": [], "events": [], "state_diff": {},
             "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "cost": None, "scores": {},
             "errors": [*(errors or []), f"record: {type(exc).__name__}: {_short(exc)}"]}
 
