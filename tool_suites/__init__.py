@@ -32,6 +32,11 @@ def mcp() -> Path:
     return folder("mcp")
 
 
+def tau2() -> Path:
+    """τ²-bench's airline, retail and telecom worlds (extra topoeval[tau2])."""
+    return folder("tau2")
+
+
 def travel() -> Path:
     """Stateful travel booking with a hidden-slot user."""
     return folder("travel")

@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from topoeval.core.errors import UserError
+from topoeval.core.messages import AssistantMessage
 from topoeval.core.policy import EpisodeContext, SamplingParams
 from topoeval.core.suite import WorldError
 
@@ -46,13 +47,18 @@ class UserModel:
     def complete(self, system: str, user: str, timeout_s: float = 600.0) -> str:
         """The model's reply text to one system + user message pair."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return self.chat(messages, [], timeout_s).content or ""
+
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             timeout_s: float = 600.0) -> AssistantMessage:
+        """The model's reply — text, or calls of ``tools`` (OpenAI ``tools`` entries) — to a whole conversation
+        (OpenAI messages): for a simulated user that keeps its own conversation and may act (τ²'s)."""
         ctx = EpisodeContext(task=None, suite=None, sample=0, shots=0, key="user")  # type: ignore[arg-type]
-        future = asyncio.run_coroutine_threadsafe(self._policy.act(messages, [], USER_SAMPLING, ctx), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._policy.act(messages, tools, USER_SAMPLING, ctx), self._loop)
         try:
-            reply = future.result(timeout_s)
+            return future.result(timeout_s)
         except Exception as exc:  # the backend failed (after its retries): infrastructure, not the model
             raise WorldError(f"user model {self.name}: {type(exc).__name__}: {exc}") from exc
-        return reply.content or ""
 
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self._policy.aclose(), self._loop).result(30)
