@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--pid-dir")
     ap.add_argument("--delay", type=float, default=0.0, help="seconds before each chat reply (a slow server)")
     ap.add_argument("--fail", action="store_true", help="exit at once with an error (a server that cannot start)")
+    ap.add_argument("--api-key", help="refuse (401) every chat request without 'Authorization: Bearer KEY'")
     args = ap.parse_args()
     if args.fail:
         print("stand-in: refusing to start (--fail)", flush=True)
@@ -87,6 +88,8 @@ def main() -> None:
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if args.api_key and self.headers.get("Authorization") != f"Bearer {args.api_key}":
+                return self._send(401, {"error": {"message": "Invalid API Key", "code": 401}})
             if body.get("model") not in variants:
                 return self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
                                                   "code": 404}})

@@ -480,11 +480,16 @@ def _point_policy(point: SweepPoint, options: Any, served: str | None = None, ap
     if point.serve and api_base is None:
         raise UserError(f"sweep point at step {point.step}: its server was not started")
     base = api_base or point.api_base
-    if base is None and point.lora is None and point.name is None:
+    if base is None and point.lora is None and point.name is None and point.api_key is None:
         return point.model
     opts = options
+    if point.api_key is not None:
+        from topoeval.core.secrets import remember_secret
+
+        remember_secret(point.api_key)  # masked wherever an error text quotes it
+        opts = opts.model_copy(update={"api_key": point.api_key})
     if base is not None:
-        opts = options.model_copy(update={"api_base": base, "api_bases": [base]})
+        opts = opts.model_copy(update={"api_base": base, "api_bases": [base]})
         if point.serve and not final_pass_alive:
             opts = opts.model_copy(update={"max_retries": 0})  # its server is gone: an episode left fails fast
     if point.lora is not None:

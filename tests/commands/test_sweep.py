@@ -156,7 +156,7 @@ def test_a_training_record_takes_no_protocol_form_flags(tmp_path, topoeval_cmd):
     assert proc.returncode == 2 and "--point goes with a protocol" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def _standin(tmp_path, variant: str, pid_dir):
+def _standin(tmp_path, variant: str, pid_dir, api_key: str | None = None):
     """A stand-in server process on its own port (the points file's two servers)."""
     import socket
     import sys
@@ -164,13 +164,13 @@ def _standin(tmp_path, variant: str, pid_dir):
     import urllib.request
 
     folder = tmp_path / variant
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "variant.txt").write_text(variant)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, str(STANDIN), "--port", str(port), "--path", str(folder), "--name",
-                             "served", "--pid-dir", str(pid_dir)])
+                             "served", "--pid-dir", str(pid_dir), *(["--api-key", api_key] if api_key else [])])
     for _ in range(300):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
@@ -199,6 +199,27 @@ def test_two_points_reach_two_servers_by_their_own_api_base(tmp_path, topoeval_c
     assert [p["model"] for p in travel["success"]] == ["first", "second"]
     assert [p["mean"] for p in travel["success"]] == [0.0, 1.0]  # each point got its own server's answers
     assert "api_base" not in json.dumps(sweep["points"])  # a server's port is no part of the sweep's record
+
+
+def test_a_point_reaches_its_server_with_its_own_api_key(tmp_path, topoeval_cmd):
+    """A points-file entry may carry ``api_key`` (issue 60): that point's requests send it, the other point's
+    the run's; the key is never written into the sweep's folder."""
+    key = "point-key-4242-secret"
+    a, url_a = _standin(tmp_path / "a", "oracle", tmp_path / "pids", api_key=key)
+    b, url_b = _standin(tmp_path / "b", "oracle", tmp_path / "pids")
+    try:
+        (tmp_path / "points.yaml").write_text(
+            f"1: {{model: direct:served, api_base: '{url_a}', api_key: {key}, name: keyed}}\n"
+            f"2: {{model: direct:served, api_base: '{url_b}', name: open}}\n")
+        out = tmp_path / "sweep"
+        proc = _run(topoeval_cmd, "wiki_to_travel", "--points", tmp_path / "points.yaml", "--tasks", "1", "--out", out)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    finally:
+        a.kill()
+        b.kill()
+    sweep = json.loads((out / "summary.json").read_text())
+    assert [p["mean"] for p in sweep["curves"][0]["success"]] == [1.0, 1.0]  # the keyed server answered
+    assert not [p for p in out.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
 
 
 def test_two_points_may_not_share_a_name(tmp_path):

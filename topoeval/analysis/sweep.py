@@ -34,6 +34,8 @@ class SweepPoint(BaseModel):
     api_base: str | None = Field(default=None, description=(
         "The OpenAI-compatible server this point is reached at (None: the run's api_base); how two points reach "
         "two servers."))
+    api_key: str | None = Field(default=None, repr=False, description=(
+        "That point's server's API key (None: the run's --api-key); never written out."))
     lora: str | None = Field(default=None, description=(
         "A GGUF LoRA adapter file applied to ``model`` (a GGUF model, or the embedded one) per request on "
         "topoeval's llama-server."))
@@ -79,7 +81,7 @@ def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: st
             entry[metric] = series
         curves.append(entry)
     return {"schema": SCHEMA, "protocol": summary["protocol"], "run_id": summary.get("run_id"), "baseline": baseline,
-            "points": [p.model_dump(exclude_none=True, exclude={"api_base"})
+            "points": [p.model_dump(exclude_none=True, exclude={"api_base", "api_key"})
                        for p in sorted(points, key=lambda p: p.step)],
             "training": training or {}, "curves": curves, "peaks": _peaks(curves), **sweep_shapes(curves),
             **({"paired": sweep_flips(records, points, baseline, [c["topology"] for c in curves])}
