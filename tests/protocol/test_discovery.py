@@ -15,7 +15,7 @@ from topoeval.protocol import discovery
 from topoeval.protocol.discovery import SuiteRegistry, protocol_names, resolve_protocol_path, suite_entry_points
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ["agentdojo", "bfcl", "mcp", "travel", "wiki"]
+SHIPPED = ["agentdojo", "bfcl", "mcp", "tau2", "travel", "wiki"]
 
 
 def test_every_shipped_suite_is_an_entry_point_of_topoevals_distribution():
