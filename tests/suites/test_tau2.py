@@ -120,6 +120,7 @@ PROTOCOL = {
     "train": {"name": "wiki", "suite": "wiki", "params": {"question_types": ["single"]}},
     "test": [{"name": "wiki", "role": "id", "suite": "wiki", "params": {"question_types": ["single"]}, "n_tasks": 1},
              {"name": "airline", "role": "ood", "suite": "tau2", "params": {"domain": "airline"}},
+             {"name": "telecom", "role": "ood", "suite": "tau2", "params": {"domain": "telecom"}},
              {"name": "telecom-solo", "role": "ood", "suite": "tau2", "params": {"domain": "telecom", "solo": True}}],
     "tasks": {"test": {"n": 3, "seed": 1}, "fewshot": {"n": 1, "seed": 2}},
     "baselines": {"shots": [0]},
@@ -139,8 +140,8 @@ def test_the_oracle_through_the_runner_scores_one_with_a_stand_in_customer(tmp_p
         server.stop()
     records = [json.loads(line) for line in (res.run_dir / "episodes.jsonl").read_text().splitlines()]
     tau2 = [r for r in records if r["suite"] == "tau2"]
-    assert len(tau2) == 6 and all(r["status"] == "done" for r in tau2)
-    assert [r["scores"]["success"] for r in tau2] == [1.0] * 6
+    assert len(tau2) == 9 and all(r["status"] == "done" for r in tau2)
+    assert [r["scores"]["success"] for r in tau2] == [1.0] * 9
     for r in tau2:
         s = r["scores"]
         if r["topology"] == "airline":  # DB and COMMUNICATE in the basis: the database matched the gold end state
@@ -148,9 +149,14 @@ def test_the_oracle_through_the_runner_scores_one_with_a_stand_in_customer(tmp_p
         else:  # telecom: ENV_ASSERTION (and sometimes ACTION) in the basis
             assert s["tau2_env_assertions"] == 1.0
         assert r["state_diff"] == {} or all(k.split(".")[0] in ("db", "user_db") for k in r["state_diff"])
-    # the customer was τ²'s user simulator on the named model: its guidelines and each task's scenario
+    # the customer was τ²'s user simulator on the named model: its guidelines and each task's scenario; on
+    # telecom it worked its phone with τ²'s device tools (the environment assertions above passed on that)
     first = server.requests[0]["messages"]
     assert first[0]["role"] == "system" and "<scenario>" in first[0]["content"]
+    device = [e for r in tau2 if r["topology"] == "telecom" for e in r["events"] if e["type"] == "user_call"]
+    assert device and not any(e["error"] for e in device)
+    assert any(r["state_diff"] and all(k.startswith("user_db.") for k in r["state_diff"])
+               for r in tau2 if r["topology"] == "telecom")
     airline = [r for r in tau2 if r["topology"] == "airline"]
     assert all(r["messages"][2]["role"] == "tool" and r["messages"][2]["name"] == "send_message_to_user"
                for r in airline)
