@@ -22,3 +22,21 @@ def test_report_md_and_html_say_what_each_stretch_of_training_changed_with_task_
 
 def test_a_sweep_summary_without_records_has_no_paired_section():
     assert paired_md(sweep_curves(build_summary("proto", RECORDS), POINTS)) == []
+
+
+def test_a_point_that_never_calls_a_tool_is_said_at_the_top_of_the_sweep_report(tmp_path):
+    """Issue 60: a flat curve of a point that never made a valid tool call reads as "training did nothing"; the
+    sweep's summary and reports say what it measures instead. A point that calls tools gets no such line."""
+    from topoeval.report.markdown import NO_TOOL_CALLS_MARK
+
+    sweep = sweep_curves(build_summary("proto", RECORDS), POINTS)  # the hand-made records hold no tool call
+    assert "base · 0-shot · wiki (12 of 12)" in sweep["no_tool_calls"] and "--tool-format" in sweep["no_tool_calls"]
+    write_sweep_reports(sweep, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert f"{NO_TOOL_CALLS_MARK} No valid tool call in at least 80% of the episodes of base" in md
+    assert "<p class='warn'><b>No tool calls.</b> No valid tool call" in (tmp_path / "report.html").read_text()
+    calling = [{**r, "scores": {**r["scores"], "tool_calls": 2, "invalid_calls": 0}} for r in RECORDS]
+    sweep = sweep_curves(build_summary("proto", calling), POINTS)
+    assert sweep["no_tool_calls"] is None
+    write_sweep_reports(sweep, tmp_path)
+    assert NO_TOOL_CALLS_MARK not in (tmp_path / "report.md").read_text()

@@ -60,6 +60,7 @@ def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: st
     """The sweep's summary (schema :data:`SCHEMA`): per topology and metric, the curve over ``points``; with the
     run's episode ``records``, also ``paired``: what each stretch of training changed, task by task
     (:func:`topoeval.analysis.sweep_paired.sweep_flips`)."""
+    from topoeval.analysis.diagnostics import no_tool_call_notice
     from topoeval.analysis.sweep_paired import sweep_flips
     from topoeval.analysis.sweep_shape import sweep_shapes
 
@@ -84,6 +85,7 @@ def sweep_curves(summary: dict[str, Any], points: list[SweepPoint], baseline: st
             "points": [p.model_dump(exclude_none=True, exclude={"api_base", "api_key"})
                        for p in sorted(points, key=lambda p: p.step)],
             "training": training or {}, "curves": curves, "peaks": _peaks(curves), **sweep_shapes(curves),
+            "no_tool_calls": no_tool_call_notice([c for c in summary["cells"] if c["baseline"] == baseline]),
             **({"paired": sweep_flips(records, points, baseline, [c["topology"] for c in curves])}
                if records is not None else {})}
 

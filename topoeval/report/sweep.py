@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.files import write_atomic, write_with
+from topoeval.report.markdown import NO_TOOL_CALLS_MARK
 
 PLOT = "sweep.png"
 
@@ -112,7 +113,9 @@ def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
     shape = [f"- {s['sentence']}" for s in sweep.get("shapes", [])]
     corr = [f"- {c['sentence']}" for c in sweep.get("correlations", [])]
     peaks = shape + corr
-    md = [f"# Transfer over training: {sweep['protocol']}", "", intro, "", f"![curves]({PLOT})", "",
+    notice = sweep.get("no_tool_calls")  # a point that never calls a tool: its curve measures the call format
+    md = [f"# Transfer over training: {sweep['protocol']}", "", intro, "",
+          *([f"{NO_TOOL_CALLS_MARK} {notice}", ""] if notice else []), f"![curves]({PLOT})", "",
           "| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
     md += ["| " + " | ".join(r) + " |" for r in table[1:]]
     md += ["", "## The shape", "", "Peaks (the tie rule: a difference under 2 × the larger noise of the two points "
@@ -122,7 +125,8 @@ def write_sweep_reports(sweep: dict[str, Any], out: Path) -> list[Path]:
     cells = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in r) + "</tr>" for r in table[1:])
     page = (f"<!doctype html><meta charset='utf-8'><title>sweep {html.escape(sweep['protocol'])}</title>"
             f"<h1>Transfer over training: {html.escape(sweep['protocol'])}</h1><p>{html.escape(intro)}</p>"
-            f"<img src='{PLOT}' alt='curves'><table border='1' cellspacing='0' cellpadding='3'><tr>"
+            + (f"<p class='warn'><b>No tool calls.</b> {html.escape(notice)}</p>" if notice else "")
+            + f"<img src='{PLOT}' alt='curves'><table border='1' cellspacing='0' cellpadding='3'><tr>"
             + "".join(f"<th>{html.escape(h)}</th>" for h in table[0]) + f"</tr>{cells}</table><ul>"
             + "".join(f"<li>{html.escape(p[2:])}</li>" for p in peaks) + "</ul>"
             + ("<h2>What changed, task by task</h2><ul>" + "".join(f"<li>{html.escape(x)}</li>"
