@@ -57,3 +57,25 @@ def test_two_runs_of_different_task_sets_are_refused_when_the_paired_comparison_
 def test_json_without_a_pair_to_compare_is_one_line(tmp_path, cli):
     proc = cli("compare", str(_run(tmp_path)), "--json")
     assert proc.returncode == 2 and "one run with --models A B" in proc.stderr
+
+
+def test_report_prints_the_collapse_table_and_says_when_a_model_never_calls_a_tool(tmp_path, cli):
+    """``topoeval report`` shows what ``run`` ended with (issue 60): the collapse table with its weakest
+    dimension and the reason for a "—", and the one-sentence warning for a cell without valid tool calls."""
+    import topoeval
+
+    out = tmp_path / "run"
+    topoeval.run_protocol("wiki_to_travel", ["oracle"], out, tasks=2, shots=[0])
+    proc = cli("report", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "collapse out of distribution" in proc.stdout and "weakest" in proc.stdout
+    assert "No valid tool call" not in proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    cell = summary["cells"][0]
+    cell["never_calls_tools"] = True
+    cell["diagnostics"] = {**(cell.get("diagnostics") or {}), "no_tool_call_episodes": 2}
+    (out / "summary.json").write_text(json.dumps(summary))
+    proc = cli("report", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: No valid tool call in at least 80% of the episodes of {cell['model']}" in proc.stderr
+    assert "--tool-format" in proc.stderr

@@ -13,7 +13,8 @@ from topoeval.commands.common import rich_console
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
     """Print success ± std, dq and each dimension, ID against OOD; rewrite report.md, plots and report.html."""
     from topoeval.report.files import write_run_reports
-    from topoeval.report.tables import print_quality_table, print_success_table
+    from topoeval.analysis.diagnostics import no_tool_call_notice
+    from topoeval.report.tables import print_collapse_table, print_quality_table, print_success_table
     from topoeval.runner.lock import lock_run
     from topoeval.runner.store import read_episodes, read_json
 
@@ -25,6 +26,9 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds sum
     console = rich_console()
     print_success_table(summary, console)
     print_quality_table(summary, console)
+    print_collapse_table(summary, console)
+    if notice := no_tool_call_notice(summary.get("cells") or []):
+        typer.echo(f"warning: {notice}", err=True)
     with lock_run(run_dir, "report"):  # not while a run writes the folder
         written = write_run_reports(summary, read_episodes(run_dir), run_dir)
     console.print("wrote " + ", ".join(p.name for p in written))
