@@ -37,7 +37,7 @@ TARGETS: dict[str, list[str]] = {
     "topoeval/analysis/stats.py": ["tests/analysis/test_stats.py", "tests/analysis/test_stats_edges.py",
                                    "tests/analysis/test_paired.py"],
     "topoeval/metrics/scoring.py": ["tests/metrics/test_scoring.py"],
-    "topoeval/analysis/collapse.py": ["tests/analysis/test_collapse.py"],
+    "topoeval/analysis/collapse.py": ["tests/analysis/test_collapse_nulls.py", "tests/analysis/test_collapse.py"],
     "topoeval/analysis/matrix.py": ["tests/analysis/test_matrix.py", "tests/analysis/test_matrix_attribution.py"],
     "topoeval/runner/merged.py": ["tests/runner/test_merged.py", "tests/runner/test_merged_conflicts.py",
                                   "tests/runner/test_merge_trust.py"],
