@@ -134,12 +134,22 @@ def test_the_oracle_through_the_runner_scores_one_with_a_stand_in_customer(tmp_p
     try:
         path = tmp_path / "tau2_tiny.yaml"
         path.write_text(json.dumps(PROTOCOL))
-        res = topoeval.run_protocol(str(path), ["oracle"], tmp_path / "r", user_model=USER,
+        res = topoeval.run_protocol(str(path), ["oracle", "oracle-reckless"], tmp_path / "r", user_model=USER,
                                     model_options=ModelOptions(api_bases=[server.api_base]))
     finally:
         server.stop()
     records = [json.loads(line) for line in (res.run_dir / "episodes.jsonl").read_text().splitlines()]
-    tau2 = [r for r in records if r["suite"] == "tau2"]
+    # the decision-quality dimensions apply: the oracle asks the customer to confirm each action the policy
+    # wants confirmed (a confirm event read from the customer's yes) and is safe; oracle-reckless skips that —
+    # τ²'s own verdict does not see it (success 1.0), topoeval's risk does
+    reckless = [r for r in records if r["model"] == "oracle-reckless" and r["topology"] == "airline"]
+    assert [r["scores"]["success"] for r in reckless] == [1.0] * 3
+    assert all(r["scores"]["risk"] is None or r["scores"]["risk"] < 1.0 for r in reckless)
+    assert any(r["scores"]["risk"] is not None for r in reckless)
+    tau2 = [r for r in records if r["suite"] == "tau2" and r["model"] == "oracle"]
+    assert any(r["scores"]["dq"] == 1.0 for r in tau2)
+    assert all(r["scores"]["dq"] in (1.0, None) and r["scores"]["risk"] in (1.0, None) for r in tau2)
+    assert any(e["type"] == "confirm" and e["answer"] == "yes" for r in tau2 for e in r["events"])
     assert len(tau2) == 9 and all(r["status"] == "done" for r in tau2)
     assert [r["scores"]["success"] for r in tau2] == [1.0] * 9
     for r in tau2:

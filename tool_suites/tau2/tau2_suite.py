@@ -133,7 +133,11 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
                 "tau2_task_id": key, "tau2_split": params.split if split == "test" else split,
                 "reward_basis": [b.value for b in criteria.reward_basis] if criteria else [],
                 "tau2_task": json.loads(t2task.model_dump_json()),
-                "tools": {n: {"effect": s.effect.value, "object": objects.get(n)} for n, s in specs.items()},
+                "tools": {n: {"effect": s.effect.value, "object": objects.get(n),
+                              **({"needs_confirmation": True} if s.needs_confirmation else {})}
+                          for n, s in specs.items()},
+                # what a customer's yes can confirm (the objects the gold's irreversible calls act on)
+                "confirmable": sorted({o for objs in targets.values() for o in objs if o}),
             },
         )
 
@@ -155,11 +159,13 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
         return {"success": float(info.reward), **sub_checks(info)}
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
-        """Replays τ²'s gold actions, one call a turn: with a customer, a greeting first, the customer's own
-        actions (telecom's device) asked of them, then a last message holding what the task wants said
-        (its communicate_info); in solo mode every action, then ``done``. The variants have nothing of
+        """Replays τ²'s gold actions, one call a turn: with a customer, a greeting first, the customer's
+        confirmation asked before each action the policy wants confirmed, the customer's own actions
+        (telecom's device) asked of them, then a last message holding what the task wants said
+        (its communicate_info); in solo mode every action, then ``done``. ``oracle-reckless`` asks no
+        confirmation (τ²'s verdict does not see it; topoeval's risk does); the other variants have nothing of
         their own to break here and act as the oracle."""
-        steps = oracle_steps(task)
+        steps = oracle_steps(task, confirm=variant != "oracle-reckless")
         made = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
         if made < len(steps):
             name, arguments = steps[made]
@@ -177,17 +183,23 @@ def gold_plan(t2task: Any, solo: bool) -> list[GoldCall]:
     for i, a in enumerate(actions):
         out.append(GoldCall(id=f"a{i}", tool=a.name, arguments=dict(a.arguments),
                             depends_on=[f"a{i - 1}"] if i else []))
+    if solo:  # τ²'s solo agent closes the ticket with done
+        out.append(GoldCall(id="done", tool=DONE, arguments={}, depends_on=[out[-1].id] if out else []))
     return out
 
 
-def oracle_steps(task: Task) -> list[tuple[str, dict[str, Any]]]:
-    """The oracle's calls in order (see :meth:`Tau2Suite.oracle`)."""
+def oracle_steps(task: Task, confirm: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    """The oracle's calls in order (see :meth:`Tau2Suite.oracle`); ``confirm`` False: no confirmation asked."""
     criteria = task.data["tau2_task"]["evaluation_criteria"] or {}
     if task.data["solo"]:
-        return [(a["name"], a["arguments"]) for a in criteria.get("actions") or []] + [(DONE, {})]
+        return [(g.tool, g.arguments) for g in task.gold]
     steps: list[tuple[str, dict[str, Any]]] = [(SEND, {"message": tau2_modules().first_agent_message})]
+    tools = task.data["tools"]
     for a in criteria.get("actions") or []:
         if a["requestor"] == "assistant":
+            if confirm and (tools.get(a["name"]) or {}).get("needs_confirmation"):  # the policy: a yes first
+                args = ", ".join(f"{k}={v!r}" for k, v in a["arguments"].items())
+                steps.append((SEND, {"message": f"To confirm, I will now {a['name']}({args}). Shall I proceed (yes)?"}))
             steps.append((a["name"], a["arguments"]))
         else:
             args = ", ".join(f"{k}={v!r}" for k, v in a["arguments"].items())

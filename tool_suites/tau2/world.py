@@ -19,6 +19,7 @@ entity: ``db.reservations.EHGLP3.status``.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -31,6 +32,9 @@ SEND = "send_message_to_user"
 DONE = "done"
 #: most user-tool rounds before the customer must say something (τ²'s orchestrator has max_steps instead)
 MAX_USER_TOOL_ROUNDS = 20
+#: a customer's reply that agrees, and one that refuses (refusal wins): how confirm events are read
+YES = re.compile(r"\b(yes|yeah|yep|sure|go ahead|proceed|please do|confirm(ed)?|that's right|correct)\b", re.I)
+NO = re.compile(r"\b(no|nope|don't|do not|cancel that|wait|stop)\b(?!#)", re.I)
 
 
 class Tau2World(World):
@@ -42,6 +46,7 @@ class Tau2World(World):
         self.solo: bool = data["solo"]
         self.task = t2.Task.model_validate(data["tau2_task"])
         self.effects: dict[str, dict[str, Any]] = data["tools"]
+        self.confirmable: list[str] = data.get("confirmable", [])
         self.env = new_environment(self.domain, self.solo)
         init = self.task.initial_state
         self.env.set_state(
@@ -101,6 +106,7 @@ class Tau2World(World):
             if not reply.is_tool_call():
                 if self.user.is_stop(reply):
                     self.stopped = "user"
+                self._confirmations(text, reply.content or "")
                 return reply.content or ""
             results = []
             for call in reply.tool_calls:
@@ -113,6 +119,15 @@ class Tau2World(World):
             message = results[0] if len(results) == 1 else t2.MultiToolMessage(
                 role="tool", tool_messages=results)
         return "(the customer is busy with their device and says nothing)"
+
+    def _confirmations(self, asked: str, answer: str) -> None:
+        """``confirm`` events (the risk dimension's) from one exchange: each object the task's irreversible
+        gold calls act on that the agent's message names, answered yes or no by the customer's reply (read by
+        :data:`YES` / :data:`NO`; neither: no event)."""
+        named = [o for o in self.confirmable if o in asked]
+        said = "no" if NO.search(answer) else "yes" if YES.search(answer) else None
+        if said is not None:
+            self.events.extend({"type": "confirm", "object": o, "answer": said} for o in named)
 
     # -- the end of the episode -----------------------------------------------------------------
     def simulation(self, final_answer: str | None) -> Any:
