@@ -100,12 +100,14 @@ def test_nnls_attribution_recovers_the_loss_of_each_axis_it_can_identify():
     assert fit["axes"]["user"]["n_pairs"] == 5 and fit["caveat"] is None
 
 
-def test_axes_that_always_move_together_are_named_and_the_fit_called_under_determined():
+def test_axes_that_always_move_together_are_one_row_of_the_fit_with_their_loss_together():
     axes = {"a": {"state": "stateless", "user": "none"}, "b": {"state": "stateful", "user": "hidden_slots"}}
     rows = [{"train_topology": "a", "loss": {"success": {"b": 0.4}}, "transfer_ratio": {"success": {"b": 0.6}}}]
     fit = attribute_axes(rows, axes)
-    assert fit["confounded"] == [["state", "user"]] and fit["under_determined"] and fit["rank"] == 1
-    assert "state, user" in fit["caveat"] and sum(v["loss"] for v in fit["axes"].values()) == pytest.approx(0.4)
+    assert fit["confounded"] == [["state", "user"]] and not fit["under_determined"] and fit["rank"] == 1
+    assert fit["axes"] == {"state + user": {"loss": pytest.approx(0.4), "n_pairs": 1, "axes": ["state", "user"],
+                                            "separable": False, "marginal": None}}  # one row, not split
+    assert fit["caveat"] is None
     # no model with a train topology: nothing to fit, and it says so
     assert attribute_axes([], axes)["caveat"].startswith("no pair to fit")
 
@@ -168,9 +170,11 @@ def test_the_reference_policies_give_the_expected_pattern_on_the_shipped_matrix(
     assert no_ask["own"]["success"] < 1
     for topo, ratio in no_ask["transfer_ratio"]["success"].items():
         assert ratio > 1 if ratio is not None else "ties with 0" in no_ask["nulls"][f"transfer_ratio.success.{topo}"]
-    assert set(matrix["attribution"]["0-shot"]["axes"]) <= {"state", "reversibility", "user", "ordering",
-                                                            "dependency", "schema", "answer_channel",
-                                                            "instructions", "format"}
+    rows_of_axes = matrix["attribution"]["0-shot"]["axes"]  # a row is one axis, or a group that moves together
+    assert {a for v in rows_of_axes.values() for a in v["axes"]} <= {"state", "reversibility", "user", "ordering",
+                                                                     "dependency", "schema", "answer_channel",
+                                                                     "instructions", "format"}
+    assert all(name == " + ".join(v["axes"]) for name, v in rows_of_axes.items())
     assert matrix["axes"]["wiki-hermes"] == {**matrix["axes"]["wiki"], "format": "hermes"}
     assert (result.run_dir / "matrix.png").is_file()
     assert result.summary["collapse"] == []  # no ID/OOD roles: the matrix is the collapse

@@ -49,12 +49,23 @@ def test_the_same_axes_with_a_third_independent_pair_are_determined():
     assert {a: round(v["loss"], 9) for a, v in fit["axes"].items()} == {"state": 0.3, "user": 0.2, "format": 0.2}
 
 
-def test_axes_that_move_together_are_confounded_and_under_determined():
+def test_axes_that_move_together_are_one_confounded_row_and_the_fit_is_determined():
     axes = {"a": {"state": "stateless", "user": "none"}, "b": {"state": "stateful", "user": "hidden_slots"}}
     fit = attribute_axes([pair_row("a", {"b": 0.4})], axes)
-    assert fit["confounded"] == [["state", "user"]] and fit["under_determined"] and fit["rank"] == 1
-    assert fit["caveat"].startswith("under-determined: 2 axes differ but the 1 pairs have rank 1; these move "
-                                    "together in every pair: state, user: ")
+    assert fit["confounded"] == [["state", "user"]] and not fit["under_determined"] and fit["rank"] == 1
+    assert list(fit["axes"]) == ["state + user"] and fit["axes"]["state + user"]["separable"] is False
+    assert fit["axes"]["state + user"]["loss"] == pytest.approx(0.4) and fit["caveat"] is None
+
+
+def test_a_group_that_moves_together_and_too_few_pairs_is_under_determined_counting_rows_and_axes():
+    axes = {"a": {"state": "stateless", "user": "none", "format": "own", "schema": "w"},
+            "b": {"state": "stateful", "user": "hidden_slots", "format": "hermes", "schema": "w"},
+            "c": {"state": "stateless", "user": "none", "format": "hermes", "schema": "t"}}
+    fit = attribute_axes([pair_row("a", {"b": 0.5, "c": 0.4})], axes)
+    assert list(fit["axes"]) == ["state + user", "format", "schema"] and fit["confounded"] == [["state", "user"]]
+    assert fit["rank"] == 2 and fit["under_determined"] is True
+    assert fit["caveat"] == ("under-determined: 3 rows (4 axes) differ but the 2 pairs have rank 2: the fit splits "
+                             "their loss arbitrarily; read the sums of such groups, not the parts")
 
 
 TWO = {"a": {"state": "stateless"}, "b": {"state": "stateful"}}

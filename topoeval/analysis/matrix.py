@@ -133,12 +133,14 @@ def attribute_axes(rows: list[dict[str, Any]], axes: dict[str, dict[str, str]],
     Method (docs/collapse-report.md): every (model, other topology) pair of a row whose own score is
     clear of 0 (its transfer ratio is defined) gives one equation: loss = own − cell ≈ Σ_a w_a · x_a,
     x_a = 1 when axis a differs between the model's train topology and that topology (from their
-    descriptors, :func:`topoeval.runner.matrix.topology_axes`). The weights w ≥ 0 are the non-negative
-    least-squares fit (``scipy.optimize.nnls``, no intercept): ``loss`` per axis is the success lost
-    when that axis alone differs. Beside it, ``marginal``: the mean loss of pairs where the axis
-    differs minus the mean of pairs where it does not. ``confounded`` lists axes that differ in
-    exactly the same pairs (their loss is split between them arbitrarily); ``under_determined`` when
-    the differing axes outnumber the pairs' rank.
+    descriptors, :func:`topoeval.runner.matrix.topology_axes`). Axes that differ in exactly the same pairs
+    cannot be told apart by any fit: they are one *row* of the table (``"state + reversibility + schema"``,
+    ``separable: false``, their ``axes`` listed), fitted as one column, and ``confounded`` lists them. The
+    weights w ≥ 0 are the non-negative least-squares fit of those rows (``scipy.optimize.nnls``, no
+    intercept): ``loss`` per row is the success lost when that axis (or that group, together) alone
+    differs. Beside it, ``marginal``: the mean loss of pairs where the row differs minus the mean of pairs
+    where it does not. ``under_determined`` when the rows outnumber the pairs' rank even so (the fit then
+    splits the loss between rows arbitrarily, said in ``caveat``).
     """
     pairs: list[tuple[dict[str, bool], float]] = []
     for r in rows:
@@ -161,29 +163,33 @@ def attribute_axes(rows: list[dict[str, Any]], axes: dict[str, dict[str, str]],
         return out
     from scipy.optimize import nnls
 
-    design = np.array([[1.0 if x[a] else 0.0 for a in varying] for x, _ in pairs])
+    groups: dict[tuple[bool, ...], list[str]] = {}  # axes that differ in exactly the same pairs: one row
+    for a in varying:
+        groups.setdefault(tuple(x[a] for x, _ in pairs), []).append(a)
+    members = list(groups.values())
+    design = np.array([[1.0 if x[g[0]] else 0.0 for g in members] for x, _ in pairs])
     losses = np.array([y for _, y in pairs])
     weights, _ = nnls(design, losses)
     rank = int(np.linalg.matrix_rank(design))
-    for j, a in enumerate(varying):
-        differs = [y for x, y in pairs if x[a]]
-        same = [y for x, y in pairs if not x[a]]
-        out["axes"][a] = {
-            "loss": float(weights[j]), "n_pairs": len(differs),
+    for j, group in enumerate(members):
+        differs = [y for x, y in pairs if x[group[0]]]
+        same = [y for x, y in pairs if not x[group[0]]]
+        out["axes"][" + ".join(group)] = {
+            "loss": float(weights[j]), "n_pairs": len(differs), "axes": list(group), "separable": len(group) == 1,
             "marginal": (float(np.mean(differs) - np.mean(same)) if differs and same else None),
         }
-    groups: dict[tuple[float, ...], list[str]] = {}
-    for j, a in enumerate(varying):
-        groups.setdefault(tuple(design[:, j]), []).append(a)
-    out["confounded"] = [g for g in groups.values() if len(g) > 1]
+    out["confounded"] = [g for g in members if len(g) > 1]
     out["rank"] = rank
-    out["under_determined"] = rank < len(varying)
+    out["under_determined"] = rank < len(members)
     if out["under_determined"]:
-        parts = [", ".join(g) for g in out["confounded"]]
-        out["caveat"] = (f"under-determined: {len(varying)} axes differ but the {len(pairs)} pairs have rank {rank}"
-                         + (f"; these move together in every pair: {'; '.join(parts)}" if parts else "")
-                         + ": the fit splits their loss arbitrarily; read the sums of such groups, not the parts")
+        counted = (f"{len(members)} rows ({len(varying)} axes)" if out["confounded"] else f"{len(varying)} axes")
+        out["caveat"] = (f"under-determined: {counted} differ but the {len(pairs)} pairs have rank {rank}: the fit "
+                         "splits their loss arbitrarily; read the sums of such groups, not the parts")
     return out
+
+
+#: what a table says of a row that groups axes moving together in every pair
+NOT_SEPARABLE = "not separable in this design"
 
 
 def combine_matrices(labelled: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any] | None:

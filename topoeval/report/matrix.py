@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from topoeval.analysis.matrix import NOT_SEPARABLE
 from topoeval.core.files import write_with
 from topoeval.report.tables import mean_ci
 
@@ -65,12 +66,19 @@ def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
                 f"between the model's train topology and the cell's topology, over {fit['n_pairs']} pair(s) "
                 "(docs/collapse-report.md); *marginal*: mean loss where the axis differs minus where it does not.", ""]
         if fit["axes"]:
-            out += [_row(["axis", "loss", "pairs where it differs", "marginal"]), _row(["---"] * 4)]
-            out += [_row([a, _f(v["loss"]), str(v["n_pairs"]), _f(v["marginal"])]) for a, v in fit["axes"].items()]
+            out += [_row(["axis", "loss", "pairs where it differs", "marginal", "note"]), _row(["---"] * 5)]
+            out += [_row([a, _f(v["loss"]), str(v["n_pairs"]), _f(v["marginal"]), attribution_note(v)])
+                    for a, v in fit["axes"].items()]
             out.append("")
         if fit.get("caveat"):
             out += [f"Caveat: {fit['caveat']}.", ""]
     return out + paired_md(matrix.get("paired"), topos)
+
+
+def attribution_note(entry: dict[str, Any]) -> str:
+    """A row of the loss-by-axis table: empty for one axis; for axes that differ in exactly the same pairs,
+    that the design cannot separate them (their loss is the group's, together)."""
+    return "" if entry.get("separable", True) else NOT_SEPARABLE
 
 
 def _verdict(entry: dict[str, Any] | None) -> str:
@@ -99,8 +107,9 @@ def paired_md(paired: dict[str, Any] | None, topos: list[str]) -> list[str]:
 
 
 def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
-    """``matrix.png``: success and dq per model × topology as two heatmaps, each cell's mean and 95 % CI
-    written in it, the model's own topology outlined in red; None when the run is not a matrix."""
+    """``matrix.png``: success and dq per model × topology as two heatmaps, each cell's mean, 95 % CI and n
+    (tasks) written in it (a [1.00, 1.00] interval at n = 2 is not certainty), the model's own topology
+    outlined in red; None when the run is not a matrix."""
     matrix = summary.get("matrix") or {}
     rows = matrix.get("rows") or []
     if not rows:
@@ -119,7 +128,7 @@ def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
         image = _heatmap(ax, rows, topos, metric)
         ax.set_yticks(range(len(rows)), labels if metric == "success" else [""] * len(rows), fontsize=8)
         fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
-    fig.suptitle("transfer matrix: mean [95 % CI]; red outline = the model's own topology", fontsize=9)
+    fig.suptitle("transfer matrix: mean [95 % CI], n tasks; red outline = the model's own topology", fontsize=9)
     fig.tight_layout()
     write_with(path, fig.savefig)
     plt.close(fig)
@@ -139,7 +148,8 @@ def _heatmap(ax: Any, rows: list[dict[str, Any]], topos: list[str], metric: str)
                 text, color = "—", "black"
             else:
                 ci = point.get("ci95")
-                text = f"{point['mean']:.2f}" + (f"\n[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+                text = (f"{point['mean']:.2f}" + (f"\n[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+                        + f"\nn={point.get('n', 0)}")
                 color = "black" if point["mean"] > 0.6 else "white"
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
             if t == r["train_topology"]:
@@ -175,3 +185,12 @@ def print_matrix_table(matrix: dict[str, Any] | None, console) -> None:
             vals.append(escape(text))
         table.add_row(escape(r["model"]), r["baseline"], escape(r["train_topology"] or "—"), *vals)
     console.print(table)
+    for baseline, fit in (matrix.get("attribution") or {}).items():
+        if not fit.get("axes"):
+            continue
+        lines = [f"  {escape(a)}: {_f(v['loss'])}" + (f", {attribution_note(v)}" if attribution_note(v) else "")
+                 for a, v in fit["axes"].items()]
+        console.print(f"loss by topology axis ({escape(baseline)}, success; nnls over {fit['n_pairs']} pair(s)):")
+        console.print("\n".join(lines))
+        if fit.get("caveat"):
+            console.print(f"  caveat: {escape(fit['caveat'])}")
