@@ -210,3 +210,19 @@ def test_a_customers_yes_or_no_to_a_named_object_is_a_confirm_event():
     world._confirmations("Anything else?", "Yes.")  # nothing named: no event
     assert world.events == [{"type": "confirm", "object": "EHGLP3", "answer": "yes"},
                             {"type": "confirm", "object": "#W2378156", "answer": "no"}]
+
+
+def test_each_world_declares_its_axes_and_telecom_solo_runs_with_no_user_model(suite, tmp_path):
+    axes = {(d, s): suite.topology_for(suite.parse_params({"domain": d, "solo": s})) for d, s in MODES}
+    assert all(t.state == "stateful" and t.reversibility == "some_irreversible" and t.answer_channel == "state"
+               and t.dependency == "serial" for t in axes.values())
+    assert [t.user for t in axes.values()] == ["hidden_slots", "hidden_slots", "hidden_slots", "none"]
+    assert [t.schema_name for t in axes.values()] == [
+        "tau2-airline", "tau2-retail", "tau2-telecom", "tau2-telecom-solo"]
+    solo_only = {**PROTOCOL, "test": [PROTOCOL["test"][0], PROTOCOL["test"][3]],
+                 "tasks": {"test": {"n": 2, "seed": 1}, "fewshot": {"n": 1}}}
+    path = tmp_path / "solo.yaml"
+    path.write_text(json.dumps(solo_only))
+    res = topoeval.run_protocol(str(path), ["oracle"], tmp_path / "r")  # no user_model
+    records = [json.loads(line) for line in (res.run_dir / "episodes.jsonl").read_text().splitlines()]
+    assert [r["scores"]["success"] for r in records if r["suite"] == "tau2"] == [1.0, 1.0]
