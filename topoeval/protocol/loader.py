@@ -92,15 +92,20 @@ def _shape_errors(data: dict[str, Any]) -> list[tuple[Loc, str]]:
 
 def _matrix_errors(protocol: Protocol) -> list[tuple[Loc, str]]:
     """A matrix's topologies: unique names, no role or axis (the diagonal is per model), demos from the target."""
+    from topoeval.protocol.design import design_errors
+
     assert protocol.matrix is not None
-    errors: list[tuple[Loc, str]] = []
-    seen: dict[str, int] = {}
+    errors: list[tuple[Loc, str]] = design_errors(protocol.matrix)
+    seen: dict[str, Loc] = {}
     for i, topo in enumerate(protocol.matrix.topologies):
-        loc: Loc = ("matrix", "topologies", i)
-        if topo.name in seen:
+        loc = matrix_loc(i, topo)
+        same_design = topo._origin is not None and seen.get(topo.name, ())[:3] == topo._origin[:3]
+        if topo.name in seen and not same_design:  # within one design, a duplicate move name is said instead
             errors.append(((*loc, "name"), f"duplicate topology name '{topo.name}' (also "
-                           f"matrix.topologies[{seen[topo.name]}])"))
-        seen.setdefault(topo.name, i)
+                           f"{format_loc(seen[topo.name])})"))
+        seen.setdefault(topo.name, loc)
+        if topo._origin is not None:  # a generated topology: its base's role and axis are checked once
+            continue
         if topo.role is not None:
             errors.append(((*loc, "role"), "a matrix topology takes no role: which one is a model's own comes from "
                            "the model (its training record, or --trained-on MODEL=TOPOLOGY)"))
@@ -111,6 +116,11 @@ def _matrix_errors(protocol: Protocol) -> list[tuple[Loc, str]]:
         errors.append((("baselines", "demos_from"), "a matrix has no single train topology to draw demonstrations "
                        "from: use demos_from: target"))
     return errors
+
+
+def matrix_loc(i: int, topo: TopologySpec) -> Loc:
+    """Where matrix topology ``i`` is declared: ``matrix.topologies[i]``, or the design move that generated it."""
+    return topo._origin if topo._origin is not None else ("matrix", "topologies", i)
 
 
 def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[Loc, str]]:
@@ -152,7 +162,7 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
     entries: list[tuple[Loc, Any]] = [(("train",), protocol.train)] if protocol.train is not None else []
     entries += [(("test", i), t) for i, t in enumerate(protocol.test)]
     if protocol.matrix is not None:
-        entries += [(("matrix", "topologies", i), t) for i, t in enumerate(protocol.matrix.topologies)]
+        entries += [(matrix_loc(i, t), t) for i, t in enumerate(protocol.matrix.topologies)]
     entries += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
     transforms = known_transforms()
     sized: dict[Loc, tuple[Any, Any]] = {}  # loc -> (suite with its transforms, parsed params)
@@ -213,7 +223,7 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                 f"asks for {biggest} demonstrations but tasks.fewshot.n is {protocol.tasks.fewshot.n}",
             )
         )
-    return errors
+    return list(dict.fromkeys(errors))  # a design's base error is said once, not once per generated topology
 
 
 def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[tuple[Loc, str]]:
@@ -240,7 +250,7 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
     tests: list[tuple[Loc, TopologySpec]] = [(("test", i), t) for i, t in enumerate(protocol.test)]
     tests += [(("ladder", i), t) for i, t in enumerate(protocol.ladder) if t.suite is not None]
     if protocol.matrix is not None:
-        tests += [(("matrix", "topologies", i), t) for i, t in enumerate(protocol.matrix.topologies)]
+        tests += [(matrix_loc(i, t), t) for i, t in enumerate(protocol.matrix.topologies)]
     tests = [(loc, t) for loc, t in tests if loc in sized]
     for loc, topo in tests:
         n = topo.n_tasks if topo.n_tasks is not None else protocol.tasks.test.n

@@ -16,6 +16,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveInt,
     PrivateAttr,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -40,6 +41,15 @@ MAX_SHOTS = 16
 MAX_TASKS = 100_000
 #: Largest number of samples per task (``samples``, ``--samples``; the k of pass@k).
 MAX_SAMPLES = 100
+#: The axes a topology is compared on (DESIGN §1, plus the tool-call format); a designed matrix's move names one.
+AXES = ("state", "reversibility", "user", "ordering", "dependency", "schema", "answer_channel", "instructions",
+        "format")
+#: How a designed matrix combines its moves (:mod:`topoeval.protocol.design`).
+PLANS = ("star", "pairs", "factorial", "half_factorial")
+#: Most moves one design may declare, and most topologies one design may generate (a factorial of 12 moves
+#: would be 4,096: a star or pairs is the plan for many moves).
+MAX_MOVES = 12
+MAX_DESIGN_TOPOLOGIES = 256
 
 
 class _Strict(BaseModel):
@@ -79,6 +89,11 @@ class TopologySpec(_Strict):
         default=None, le=MAX_TASKS,
         description=f"Override of the protocol's test task count for this topology (at most {MAX_TASKS:,}).",
     )
+    #: A topology a designed matrix generated: its base topology's name and the moves applied to it, in order
+    #: (None: declared as it is). Not part of the canonical form (the topology is).
+    _moves: tuple[str, tuple[str, ...]] | None = PrivateAttr(default=None)
+    #: Where in the YAML a generated topology comes from (``matrix.design[i]...``), for error lines.
+    _origin: tuple[str | int, ...] | None = PrivateAttr(default=None)
 
 
 class SplitSpec(_Strict):
@@ -152,16 +167,86 @@ class Sampling(_Strict):
         "(SamplingParams.for_turn). None: the backend's own randomness."))
 
 
+class MoveSpec(_Strict):
+    """One move of a designed matrix: what changes the base topology along one axis."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description=(
+        "Short name of the move; a generated topology is named base+move(+move...), e.g. travel+merged."))
+    axis: Literal[AXES] = Field(description="The topology axis this move changes (its loss is attributed there).")  # type: ignore[valid-type]
+    transforms: list[TransformSpec] = Field(default_factory=list, description=(
+        "Transforms the move adds after the base topology's (and after the moves declared before it)."))
+    params: dict[str, Any] = Field(default_factory=dict, description=(
+        "Suite parameters the move sets on top of the base topology's (validated by the suite)."))
+
+    @model_validator(mode="after")
+    def _moves_something(self) -> MoveSpec:
+        if not self.transforms and not self.params:
+            raise ValueError(f"move '{self.name}' changes nothing: give it transforms or params")
+        return self
+
+
+class DesignSpec(_Strict):
+    """A designed matrix around one base topology: the topologies its moves generate (docs/transfer-matrix.md).
+
+    ``plan`` says which combinations of moves are run: ``star`` (the base and each move alone: main effects
+    only), ``pairs`` (the star plus pairs of moves: their interactions), ``factorial`` (every combination) or
+    ``half_factorial`` (the combinations of an even number of moves: half the runs, main effects aliased with
+    interactions of the other moves, which the attribution reports as confounded where they are).
+    """
+
+    base: TopologySpec = Field(description="The base topology (suite, params, transforms, n_tasks; no role or axis).")
+    moves: list[MoveSpec] = Field(min_length=1, max_length=MAX_MOVES, description=(
+        f"The moves, each along one axis (1 to {MAX_MOVES})."))
+    plan: Literal[PLANS] = Field(default="star", description=(  # type: ignore[valid-type]
+        "Which combinations of moves are run: star, pairs, factorial or half_factorial."))
+    pairs: list[list[str]] | None = Field(default=None, description=(
+        "plan: pairs only: the pairs of moves (by name) run together; default every pair."))
+
+
 class MatrixSpec(_Strict):
     """A transfer matrix: every evaluated model on every one of these topologies (docs/transfer-matrix.md).
 
     Each topology is declared as a test topology is (suite, params, transforms, n_tasks), without a
     role or an axis: which one is a model's own (the diagonal) comes from the model (its adapter's
-    training record, or ``--trained-on MODEL=TOPOLOGY``), not from the protocol.
+    training record, or ``--trained-on MODEL=TOPOLOGY``), not from the protocol. A ``design`` adds the
+    topologies its moves generate around a base (:mod:`topoeval.protocol.design`); they follow the declared
+    ones, and the canonical form holds them as topologies (the design itself is not part of it).
     """
 
-    topologies: list[TopologySpec] = Field(
-        min_length=2, description="The topologies every model is evaluated on (rows x these columns).")
+    design: list[DesignSpec] = Field(default_factory=list, description=(
+        "Designed matrices: each generates topologies around its base by its moves (star, pairs, factorial)."))
+    topologies: list[TopologySpec] = Field(default_factory=list, description=(
+        "The topologies every model is evaluated on (rows x these columns); with a design, any besides its own."))
+
+    @field_validator("topologies")
+    @classmethod
+    def _two_without_a_design(cls, topologies: list[TopologySpec], info: ValidationInfo) -> list[TopologySpec]:
+        if not info.data.get("design") and len(topologies) < 2:  # a design generates two at least
+            raise ValueError(f"List should have at least 2 items, not {len(topologies)} (a matrix of one topology "
+                             "has no off-diagonal): list them, or declare a design")
+        return topologies
+
+    @model_validator(mode="after")
+    def _expanded(self) -> MatrixSpec:
+        """The design's topologies appended (generated once: a dump holds them as topologies, not the design)."""
+        if self.design:
+            from topoeval.protocol.design import combos, generate_topologies
+
+            for design in self.design:
+                if len(combos(design)) > MAX_DESIGN_TOPOLOGIES:
+                    raise ValueError(f"the design around '{design.base.name}' would generate {len(combos(design))} "
+                                     f"topologies (at most {MAX_DESIGN_TOPOLOGIES}): use plan star or pairs")
+
+            self.topologies = [*self.topologies, *generate_topologies(self.design)]
+        return self
+
+    @model_serializer(mode="wrap")
+    def _design_left_out(self, handler: Any) -> dict[str, Any]:
+        """The canonical form: the topologies (generated ones included), without the design that made them."""
+        data = handler(self)
+        if isinstance(data, dict):
+            data.pop("design", None)
+        return data
 
 
 #: the role of every topology of a matrix protocol in the cells and episodes (no ID/OOD: that is per model)

@@ -10,8 +10,9 @@ own (the diagonal of its row) comes from the model, in this order:
 3. none (a base model, a reference policy, any other model): its row has no diagonal.
 
 run.json's ``matrix`` holds the result (``train_topologies``: per model the topology or null, where
-it came from, and why none was found) and each topology's axes (:func:`topology_axes`), so the
-summary is rebuilt from the run folder alone.
+it came from, and why none was found), each topology's axes (:func:`topology_axes`) and, for a designed
+matrix, ``design`` (:func:`topoeval.protocol.design.design_record`), so the summary is rebuilt from the run
+folder alone.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from typing import Any
 from topoeval.core.errors import UserError
 from topoeval.formats import suite_format
 from topoeval.models.adapters import adapter_files, adapter_topology
+from topoeval.protocol.design import design_record
 from topoeval.protocol.discovery import did_you_mean, looks_like_path
+from topoeval.protocol.schema import AXES as AXES  # the axes a descriptor is compared on (re-exported)
 from topoeval.protocol.schema import Protocol, TopologySpec
 from topoeval.protocol.topology import ResolvedTopology
-
-#: The axes a topology's descriptor is compared on (DESIGN §1, plus the tool-call format).
-AXES = ("state", "reversibility", "user", "ordering", "dependency", "schema", "answer_channel", "instructions",
-        "format")
 
 
 def topology_axes(topo: ResolvedTopology) -> dict[str, str]:
@@ -130,8 +129,12 @@ def matrix_record(protocol: Protocol, topologies: list[ResolvedTopology], models
     for model, now in train_topologies(protocol, models, given).items():
         if now.get("source") == "--trained-on" or (kept.get(model) or {}).get("source") != "--trained-on":
             kept[model] = now
-    return {
+    out: dict[str, Any] = {
         "topologies": [t.name for t in topologies],
         "axes": {t.name: topology_axes(t) for t in topologies},
         "train_topologies": kept,
     }
+    design = design_record(protocol.matrix, [t.name for t in topologies])
+    if design:  # a designed matrix: per base, the moves (and their axes) each generated topology applies
+        out["design"] = design
+    return out
