@@ -52,3 +52,64 @@ def test_a_finished_copy_replaces_an_errored_one_whatever_it_holds(tmp_path):
         paths = [_write(tmp_path / f"{name}.jsonl", [errored if name == "e" else done]) for name in files]
         merged = MergedRecords(paths, KeyPositions([key_of("k")]))
         assert [r["final_answer"] for r in merged] == ["Lyon"] and merged.errors() == 0
+
+
+def test_the_conflict_names_both_files_whatever_line_the_records_are_on(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [episode("other"), episode("k", final_answer="Lyon")])
+    b = _write(tmp_path / "b.jsonl", [episode("k", final_answer="Paris")])
+    with pytest.raises(UserError, match=f"^episode {re.escape(key_of('k'))} has two different results "
+                                        f"\\({re.escape(str(a))} and {re.escape(str(b))}\\)"):
+        MergedRecords([a, b])
+
+
+def test_every_duplicate_is_counted(tmp_path):
+    paths = [_write(tmp_path / f"{i}.jsonl", [episode("k", wall_s=i)]) for i in range(3)]
+    assert MergedRecords(paths).duplicates == 2
+
+
+def test_a_planned_key_missing_from_a_file_does_not_stop_the_keys_after_it(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [episode("k2")])
+    merged = MergedRecords([a], KeyPositions([key_of("k1"), key_of("k2")]))
+    assert list(merged.keys()) == [key_of("k2")] and merged.missing() == [key_of("k1")]
+
+
+def test_an_unplanned_finished_copy_replaces_an_errored_one(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [episode("k", status="error")])
+    b = _write(tmp_path / "b.jsonl", [episode("k", final_answer="Lyon")])
+    merged = MergedRecords([a, b])  # no plan: the key is an extra one
+    assert [r["final_answer"] for r in merged] == ["Lyon"] and merged.errors() == 0
+
+
+def test_a_foreign_line_leaves_its_key_without_a_record_in_that_file(tmp_path):
+    from topoeval.runner.store import StoreWarning
+
+    a = _write(tmp_path / "a.jsonl", [episode("k"), {"key": key_of("k"), "scores": None}])
+    with pytest.warns(StoreWarning, match=f"^{re.escape(str(a))}: skipped 1 line"):
+        merged = MergedRecords([a], KeyPositions([key_of("k")]))
+    assert merged.missing() == [key_of("k")] and len(merged) == 0
+
+
+def test_membership_knows_planned_and_unplanned_keys(tmp_path):
+    a = _write(tmp_path / "a.jsonl", [episode("planned"), episode("extra")])
+    merged = MergedRecords([a], KeyPositions([key_of("planned"), key_of("absent")]))
+    assert key_of("planned") in merged and key_of("extra") in merged
+    assert key_of("absent") not in merged and key_of("unknown") not in merged and 7 not in merged
+
+
+def test_a_file_changed_after_it_was_indexed_is_named(tmp_path):
+    a, b = episode("k1"), episode("k2")
+    path = _write(tmp_path / "episodes.jsonl", [a, b])
+    merged = MergedRecords([path], KeyPositions([a["key"], b["key"]]))
+    _write(path, [b, a])
+    with pytest.raises(UserError, match=f"^{re.escape(str(path))}: changed while it was read"):
+        list(merged)
+
+
+
+def test_an_unplanned_key_whose_line_is_foreign_does_not_stop_the_keys_after_it(tmp_path):
+    from topoeval.runner.store import StoreWarning
+
+    a = _write(tmp_path / "a.jsonl", [{"key": key_of("k1"), "scores": None}, episode("k2")])
+    with pytest.warns(StoreWarning):
+        merged = MergedRecords([a])
+    assert list(merged.keys()) == [key_of("k2")]
