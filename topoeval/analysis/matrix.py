@@ -14,6 +14,8 @@ model's train topology: :mod:`topoeval.runner.matrix`). Per model × baseline (a
 ``attribution`` (per baseline, success): the loss attributed to each topology axis, by the method of
 :func:`attribute_axes` (docs/collapse-report.md states it). ``paired``: each trained model against its base
 on every topology, task by task (flips, McNemar's exact p, the paired verdict: :func:`matrix_vs_base`).
+``axis_effects`` (a designed matrix only): each move's loss per model with a paired bootstrap CI
+(:mod:`topoeval.analysis.axis_effects`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ def build_matrix(cells: list[dict[str, Any]], record: dict[str, Any] | None,
            "attribution": {b: attribute_axes([r for r in rows if r["baseline"] == b], axes) for b in baselines}}
     if values is not None:
         out["paired"] = matrix_vs_base(values, rows, base_model)
+    if record.get("design"):  # a designed matrix: the loss of each move, per model, with its CI
+        from topoeval.analysis.axis_effects import axis_effects
+
+        out["axis_effects"] = axis_effects(record["design"], values)
     return out
 
 

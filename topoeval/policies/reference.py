@@ -1,4 +1,5 @@
-"""Reference policies: the oracle (and its flawed variants), oracle-quit-early, noop and random."""
+"""Reference policies: the oracle (and its flawed variants), oracle-quit-early, noop, random, and the oracle with
+weaknesses planted on known topology axes (``planted-format``, ``planted-format+merged``, ...)."""
 
 from __future__ import annotations
 
@@ -130,3 +131,99 @@ def _random_value(prop: dict[str, Any], rng: random.Random, words: list[str]) ->
         return _random_args(prop, rng, words)
     n = rng.randint(1, 3)
     return " ".join(rng.choice(words) for _ in range(n)) if words else "x"
+
+
+#: The share of tasks a planted weakness gives up on, on a topology that moved its axis (its planted effect
+#: on success, given an oracle that solves every task elsewhere).
+PLANTED_SIZE = 0.5
+
+
+def _innermost(suite: Any) -> Any:
+    """The suite under every transform (its manifest is the suite's own, unmoved topology)."""
+    seen = 0
+    while getattr(suite, "inner", None) is not None and seen < 64:
+        suite, seen = suite.inner, seen + 1
+    return suite
+
+
+def _descriptor_moved(axis: str) -> Any:
+    def moved(suite: Any, tools: list[dict[str, Any]]) -> bool:
+        return getattr(suite.manifest.topology, axis) != getattr(_innermost(suite).manifest.topology, axis)
+    return moved
+
+
+def _format_moved(suite: Any, tools: list[dict[str, Any]]) -> bool:
+    from topoeval.formats import suite_format
+
+    return suite_format(suite) is not None
+
+
+def _schema_moved(suite: Any, tools: list[dict[str, Any]]) -> bool:
+    native = {t.name for t in _innermost(suite).manifest.tools}
+    offered = {t["function"]["name"] for t in tools}
+    return bool({n for n in offered if not n.endswith("_batch")} - native)
+
+
+def _merged(suite: Any, tools: list[dict[str, Any]]) -> bool:
+    offered = {t["function"]["name"] for t in tools}
+    return "book" in offered and "pay" not in offered
+
+
+def _dependency_moved(suite: Any, tools: list[dict[str, Any]]) -> bool:
+    return (suite.manifest.topology.calls_per_turn is not None
+            or any(t["function"]["name"].endswith("_batch") for t in tools))
+
+
+#: Planted weaknesses: name -> (the axis it sits on, what makes it fire, the test on the episode's suite and the
+#: tools offered). Each fires only where its axis moved from the suite's own topology, so on the base topology
+#: a planted policy is the oracle.
+PLANTED: dict[str, tuple[str, str, Any]] = {
+    "format": ("format", "the model is addressed in another tool-call format", _format_moved),
+    "schema": ("schema", "a tool it is offered is not one of the suite's own (renamed, or a distractor)",
+               _schema_moved),
+    "user": ("user", "the user axis differs from the suite's own (no traveller to ask)", _descriptor_moved("user")),
+    "merged": ("reversibility", "hold and pay are merged into one irreversible book", _merged),
+    "ordering": ("ordering", "trade-offs are settled otherwise than by its own ordering",
+                 _descriptor_moved("ordering")),
+    "dependency": ("dependency", "calls are limited to one a turn, or batch tools are offered", _dependency_moved),
+    "instructions": ("instructions", "the request comes as a conversation", _descriptor_moved("instructions")),
+}
+PLANTED_PREFIX = "planted-"
+
+
+def planted_weaknesses(spec: str) -> tuple[str, ...] | None:
+    """``planted-format`` -> ("format",), ``planted-format+merged`` -> ("format", "merged"); None for any other
+    name (an unknown weakness included: the registry's unknown-model message lists the known ones)."""
+    if not spec.startswith(PLANTED_PREFIX):
+        return None
+    parts = tuple(spec.removeprefix(PLANTED_PREFIX).split("+"))
+    if not parts or any(p not in PLANTED for p in parts) or len(set(parts)) != len(parts):
+        return None
+    return parts
+
+
+class PlantedPolicy(Policy):
+    """The oracle with weaknesses planted on known axes, the known answer an axis attribution must recover.
+
+    On a topology where a weakness's axis moved (:data:`PLANTED`), it gives up — an empty answer at once — on
+    a seeded share :data:`PLANTED_SIZE` of the tasks, drawn per weakness from the task's split and index (the
+    same tasks on every topology of a base, independently for each weakness); everywhere else it is the oracle.
+    So its loss on a move of that axis is PLANTED_SIZE in expectation, and 0 on every other move.
+    """
+
+    concurrency = 64
+
+    def __init__(self, weaknesses: tuple[str, ...], size: float = PLANTED_SIZE):
+        self.weaknesses = weaknesses
+        self.size = size
+        self.name = PLANTED_PREFIX + "+".join(weaknesses)
+
+    def gives_up(self, weakness: str, task: Any) -> bool:
+        """Whether ``weakness`` makes it give up on ``task`` (where its axis moved): a seeded draw per task."""
+        return _seed(weakness, task.split, task.index) / 2**64 < self.size
+
+    async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
+        for weakness in self.weaknesses:
+            if PLANTED[weakness][2](ctx.suite, tools) and self.gives_up(weakness, ctx.task):
+                return final("")
+        return ctx.suite.oracle(ctx.task, episode_messages(messages, ctx.task.prompt), "oracle")

@@ -2,7 +2,7 @@
 
 | form | backend |
 |---|---|
-| ``oracle``, ``oracle-<flaw>``, ``oracle-quit-early``, ``noop``, ``random`` | reference policies |
+| ``oracle``, ``oracle-<flaw>``, ``oracle-quit-early``, ``noop``, ``random``, ``planted-<axis>[+<axis>]`` | reference policies |
 | ``smollm2-135m`` | the embedded SmolLM2-135M-Instruct GGUF, in a llama-server process topoeval runs |
 | ``smollm2-135m-wiki``, ``smollm2-135m-travel``, ``smollm2-135m-wiki-grpo`` | the embedded model with a LoRA adapter trained on that topology (``-grpo``: then GRPO) (shipped, or in a ``$TOPOEVAL_ADAPTERS`` folder; :mod:`topoeval.models.adapters`), on the same server |
 | ``gguf:PATH`` or ``PATH.gguf`` | any GGUF file, in a llama-server process topoeval runs |
@@ -26,7 +26,16 @@ from topoeval.formats import split_format
 from topoeval.models.adapters import is_adapter_model, known_adapters
 from topoeval.models.options import ModelOptions
 from topoeval.policies.oracle import VARIANTS
-from topoeval.policies.reference import NoopPolicy, OraclePolicy, QuitEarlyPolicy, RandomPolicy
+from topoeval.policies.reference import (
+    PLANTED,
+    PLANTED_PREFIX,
+    NoopPolicy,
+    OraclePolicy,
+    PlantedPolicy,
+    QuitEarlyPolicy,
+    RandomPolicy,
+    planted_weaknesses,
+)
 
 #: Reference policies by name. The flawed oracles (``oracle-no-ask``, ...) are oracle variants
 #: that each break one decision-quality dimension; the suites implement them. ``oracle-quit-early``
@@ -36,6 +45,8 @@ REFERENCE: dict[str, Callable[[], Policy]] = {
     "oracle-quit-early": QuitEarlyPolicy,
     "noop": NoopPolicy,
     "random": RandomPolicy,
+    # the oracle with one weakness planted on a known axis; any ``planted-a+b`` combines them (make_policy)
+    **{PLANTED_PREFIX + w: functools.partial(PlantedPolicy, (w,)) for w in PLANTED},
 }
 EMBEDDED = "smollm2-135m"
 #: the model forms that take a name or path of the user's (``topoeval models`` lists them)
@@ -66,7 +77,7 @@ def unknown_model(spec: str) -> str:
 
 
 def is_reference(spec: str | Policy) -> bool:
-    return isinstance(spec, str) and spec in REFERENCE
+    return isinstance(spec, str) and (spec in REFERENCE or planted_weaknesses(spec) is not None)
 
 
 def ignored_format(models: list[str | Policy], tool_format: str | None) -> str | None:
@@ -93,6 +104,9 @@ def make_policy(spec: str | Policy, options: ModelOptions | None = None) -> Poli
     spec, tool_format = split_format(spec)
     if spec in REFERENCE:  # reference policies act on the world directly: no format applies
         return REFERENCE[spec]()
+    planted = planted_weaknesses(spec)
+    if planted is not None:  # planted-a+b: the oracle with several planted weaknesses
+        return PlantedPolicy(planted)
     if tool_format is not None:  # MODEL@FORMAT: this model's format (overrides --tool-format)
         options = options.model_copy(update={"tool_format": tool_format, "tool_mode": "auto"})
     if spec == EMBEDDED or is_adapter_model(spec):

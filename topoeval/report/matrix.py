@@ -12,6 +12,7 @@ from typing import Any
 
 from topoeval.analysis.matrix import NOT_SEPARABLE
 from topoeval.core.files import write_with
+from topoeval.report.axis_effects import axis_effects_md, print_axis_effects
 from topoeval.report.tables import mean_ci
 
 
@@ -72,7 +73,7 @@ def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
             out.append("")
         if fit.get("caveat"):
             out += [f"Caveat: {fit['caveat']}.", ""]
-    return out + paired_md(matrix.get("paired"), topos)
+    return out + axis_effects_md(matrix.get("axis_effects")) + paired_md(matrix.get("paired"), topos)
 
 
 def attribution_note(entry: dict[str, Any]) -> str:
@@ -194,3 +195,4 @@ def print_matrix_table(matrix: dict[str, Any] | None, console) -> None:
         console.print("\n".join(lines))
         if fit.get("caveat"):
             console.print(f"  caveat: {escape(fit['caveat'])}")
+    print_axis_effects(matrix.get("axis_effects"), console)

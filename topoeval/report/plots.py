@@ -124,9 +124,10 @@ def plot_ladder(summary: dict[str, Any], path: Path) -> Path | None:
 
 
 def write_plots(summary: dict[str, Any], run_dir: Path) -> list[Path]:
+    from topoeval.report.axis_effects import plot_axis_effects
     from topoeval.report.matrix import plot_matrix
 
-    out = [plot_matrix(summary, run_dir / "matrix.png"),
+    out = [plot_matrix(summary, run_dir / "matrix.png"), plot_axis_effects(summary, run_dir / "axis_effects.png"),
            plot_ladder(summary, run_dir / "plot_ladder.png"), plot_fewshot(summary, run_dir / "plot_fewshot.png"),
            plot_dimensions(summary, run_dir / "plot_dimensions.png")]
     return [p for p in out if p is not None]
