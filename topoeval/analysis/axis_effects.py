@@ -157,6 +157,8 @@ def axis_effects(designs: list[dict[str, Any]] | None,
                                          "the design's topologies"}, "designs": []}
     for design in designs:
         topologies = list(design["topologies"])
+        if not topologies:
+            continue
         terms = _terms(design, topologies)
         x = np.array([[1.0] + [1.0 if set(t["moves"]) <= set(design["topologies"][name]) else 0.0 for t in terms]
                       for name in topologies])

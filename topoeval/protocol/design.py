@@ -117,7 +117,8 @@ def design_record(matrix: MatrixSpec | None, names: list[str]) -> list[dict[str,
     out = []
     for design in matrix.design:
         topologies = {topology_name(design.base.name, c): list(c) for c in combos(design)}
-        out.append({"base": design.base.name, "plan": design.plan,
-                    "moves": {m.name: m.axis for m in design.moves},
-                    "topologies": {n: moves for n, moves in topologies.items() if n in names}})
+        ran = {n: moves for n, moves in topologies.items() if n in names}
+        if ran:  # a design none of whose topologies runs (--topology kept others) has nothing to record
+            out.append({"base": design.base.name, "plan": design.plan,
+                        "moves": {m.name: m.axis for m in design.moves}, "topologies": ran})
     return out
