@@ -15,7 +15,9 @@ model's train topology: :mod:`topoeval.runner.matrix`). Per model × baseline (a
 :func:`attribute_axes` (docs/collapse-report.md states it). ``paired``: each trained model against its base
 on every topology, task by task (flips, McNemar's exact p, the paired verdict: :func:`matrix_vs_base`).
 ``axis_effects`` (a designed matrix only): each move's loss per model with a paired bootstrap CI
-(:mod:`topoeval.analysis.axis_effects`).
+(:mod:`topoeval.analysis.axis_effects`). ``descriptors``: each topology measured from its tasks
+(:mod:`topoeval.runner.descriptors`), and ``descriptor_fit``: how much they explain of the off-diagonal loss
+(:mod:`topoeval.analysis.descriptor_fit`).
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ def build_matrix(cells: list[dict[str, Any]], record: dict[str, Any] | None,
         from topoeval.analysis.axis_effects import axis_effects
 
         out["axis_effects"] = axis_effects(record["design"], values)
+    if record.get("descriptors"):  # each topology measured from its tasks, and what that explains of the loss
+        from topoeval.analysis.descriptor_fit import descriptor_fit
+
+        out["descriptors"] = record["descriptors"]
+        out["descriptor_fit"] = descriptor_fit(out, record["descriptors"])
     return out
 
 

@@ -144,3 +144,62 @@ def plot_axis_effects(summary: dict[str, Any], path: Path) -> Path | None:
     write_with(path, fig.savefig)
     plt.close(fig)
     return path
+
+
+#: report.md's column heads of the measured descriptors
+DESCRIPTOR_HEADS = {"tools_offered": "tools", "gold_calls_mean": "gold calls", "gold_calls_std": "± (std)",
+                    "serial_share": "serial share", "irreversible_per_task": "irreversible / task",
+                    "prompt_tokens": "prompt tokens (chars/4)",
+                    "observation_chars_per_turn": "observation chars / turn"}
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+def descriptors_md(matrix: dict[str, Any]) -> list[str]:
+    """``### Measured descriptors`` (each topology, from its tasks) and ``### What the descriptors explain``
+    (the fit of off-diagonal loss on their changes); [] when the run measured none."""
+    descriptors = matrix.get("descriptors")
+    if not descriptors:
+        return []
+    out = ["### Measured descriptors", "",
+           "Each topology measured from its first test tasks (docs/transfer-matrix.md): tools offered, the gold "
+           "plan's length and spread, the share of calls that must wait for an earlier one, irreversible calls per "
+           "task, the opening prompt in characters / 4, and tool-result characters per turn when the oracle plays.",
+           "", _row(["topology", *DESCRIPTOR_HEADS.values()]), _row(["---"] * (1 + len(DESCRIPTOR_HEADS)))]
+    for topology, d in descriptors.items():
+        out.append(_row([topology, *[_num(d.get(k)) for k in DESCRIPTOR_HEADS]]))
+    out.append("")
+    fit = matrix.get("descriptor_fit")
+    if not fit:
+        return out
+    out += ["### What the descriptors explain", ""]
+    if fit.get("why") and not fit["per_descriptor"]:
+        return [*out, f"Not fitted: {fit['why']}.", ""]
+    joint = fit.get("joint")
+    out += [f"Off-diagonal success loss over {fit['n_pairs']} pair(s) (own score clear of 0) against each "
+            "descriptor's change from the own topology: the slope and the share of variance it explains alone (r²)"
+            + (f"; all together r² {joint['r2']:.2f}, leave-one-out r² {joint['loo_r2']:.2f} (what the fit "
+               "predicts of a pair it did not see)" if joint and joint.get("r2") is not None
+               and joint.get("loo_r2") is not None else "") + ".", "",
+            _row(["descriptor", "slope", "r²", "note"]), _row(["---"] * 4)]
+    for name, d in fit["per_descriptor"].items():
+        out.append(_row([name, _num(d.get("slope")), _num(d.get("r2")), d.get("why", "")]))
+    return [*out, "", f"Caveat: {fit['caveat']}.", ""]
+
+
+def print_descriptor_fit(matrix: dict[str, Any], console) -> None:
+    """One terminal line: how much the measured descriptors explain of the off-diagonal loss."""
+    fit = matrix.get("descriptor_fit") or {}
+    joint = fit.get("joint")
+    if not joint or joint.get("r2") is None or joint.get("loo_r2") is None:
+        return
+    best = max(((n, d["r2"]) for n, d in fit["per_descriptor"].items() if d.get("r2") is not None),
+               key=lambda p: p[1], default=None)
+    console.print(f"measured descriptors explain r² {joint['r2']:.2f} of the off-diagonal success loss over "
+                  f"{fit['n_pairs']} pairs (leave-one-out {joint['loo_r2']:.2f})"
+                  + (f"; alone, {best[0]} explains most: r² {best[1]:.2f}" if best else "")
+                  + " — this run's models only (135M adapters need not speak for larger models)")

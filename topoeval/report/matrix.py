@@ -12,7 +12,7 @@ from typing import Any
 
 from topoeval.analysis.matrix import NOT_SEPARABLE
 from topoeval.core.files import write_with
-from topoeval.report.axis_effects import axis_effects_md, print_axis_effects
+from topoeval.report.axis_effects import axis_effects_md, descriptors_md, print_axis_effects, print_descriptor_fit
 from topoeval.report.tables import mean_ci
 
 
@@ -73,7 +73,8 @@ def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
             out.append("")
         if fit.get("caveat"):
             out += [f"Caveat: {fit['caveat']}.", ""]
-    return out + axis_effects_md(matrix.get("axis_effects")) + paired_md(matrix.get("paired"), topos)
+    return (out + axis_effects_md(matrix.get("axis_effects")) + descriptors_md(matrix)
+            + paired_md(matrix.get("paired"), topos))
 
 
 def attribution_note(entry: dict[str, Any]) -> str:
@@ -196,3 +197,4 @@ def print_matrix_table(matrix: dict[str, Any] | None, console) -> None:
         if fit.get("caveat"):
             console.print(f"  caveat: {escape(fit['caveat'])}")
     print_axis_effects(matrix.get("axis_effects"), console)
+    print_descriptor_fit(matrix, console)

@@ -10,9 +10,9 @@ own (the diagonal of its row) comes from the model, in this order:
 3. none (a base model, a reference policy, any other model): its row has no diagonal.
 
 run.json's ``matrix`` holds the result (``train_topologies``: per model the topology or null, where
-it came from, and why none was found), each topology's axes (:func:`topology_axes`) and, for a designed
-matrix, ``design`` (:func:`topoeval.protocol.design.design_record`), so the summary is rebuilt from the run
-folder alone.
+it came from, and why none was found), each topology's axes (:func:`topology_axes`), its measured
+``descriptors`` (:mod:`topoeval.runner.descriptors`) and, for a designed matrix, ``design``
+(:func:`topoeval.protocol.design.design_record`), so the summary is rebuilt from the run folder alone.
 """
 
 from __future__ import annotations
@@ -137,4 +137,11 @@ def matrix_record(protocol: Protocol, topologies: list[ResolvedTopology], models
     design = design_record(protocol.matrix, [t.name for t in topologies])
     if design:  # a designed matrix: per base, the moves (and their axes) each generated topology applies
         out["design"] = design
+    known = (before or {}).get("descriptors") or {}
+    if all(t.name in known for t in topologies):  # a resumed run: measured already
+        out["descriptors"] = {t.name: known[t.name] for t in topologies}
+    else:
+        from topoeval.runner.descriptors import measure_all
+
+        out["descriptors"] = measure_all(topologies, protocol.tasks.test.seed, protocol.tasks.test.n, protocol.limits)
     return out
