@@ -45,9 +45,12 @@ REFERENCE: dict[str, Callable[[], Policy]] = {
     "oracle-quit-early": QuitEarlyPolicy,
     "noop": NoopPolicy,
     "random": RandomPolicy,
-    # the oracle with one weakness planted on a known axis; any ``planted-a+b`` combines them (make_policy)
-    **{PLANTED_PREFIX + w: functools.partial(PlantedPolicy, (w,)) for w in PLANTED},
 }
+#: The oracle with weaknesses planted on known axes (``planted-format``, ``planted-format+merged``: any combination
+#: of :data:`~topoeval.policies.reference.PLANTED`), the known answer of a designed matrix's attribution. Reference
+#: policies too (no model, no format), kept out of :data:`REFERENCE` so that the runs of every reference policy
+#: (the leaderboard's) do not grow by them.
+PLANTED_FORMS = f"{PLANTED_PREFIX}<weakness>[+<weakness>...] ({', '.join(PLANTED)})"
 EMBEDDED = "smollm2-135m"
 #: the model forms that take a name or path of the user's (``topoeval models`` lists them)
 FORMS = {
