@@ -62,3 +62,22 @@ def test_a_design_that_cannot_tell_two_moves_apart_gives_them_one_row_not_a_spli
     md = (run.run_dir / "report.md").read_text()
     assert "| renamed + hermes + renamed × hermes (not separable in this design) | schema + format" in md
     assert (run.run_dir / "axis_effects.png").is_file()
+    html = (run.run_dir / "report.html").read_text()
+    assert "Loss per axis (designed matrix around wiki, plan pairs)" in html and 'alt="axis_effects"' in html
+
+
+@pytest.mark.slow
+def test_the_terminal_prints_each_models_loss_per_move_after_the_matrix(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from topoeval.report.matrix import print_matrix_table
+
+    run = topoeval.run_protocol("axis_matrix", ["planted-merged"], tmp_path / "run", tasks=8, progress=False,
+                                topologies=["travel", "travel+merged", "travel+renamed"])
+    text = io.StringIO()
+    print_matrix_table(run.summary["matrix"], Console(file=text, width=250))  # what `topoeval run` prints
+    out = " ".join(text.getvalue().split())
+    assert "loss per axis around travel (success, loss [95 % CI]; rank 3 of 3):" in out
+    assert "planted-merged: renamed 0.00 [0.00, 0.00]; merged 0." in out

@@ -125,7 +125,7 @@ def plot_matrix(summary: dict[str, Any], path: Path) -> Path | None:
     several = len({r["baseline"] for r in rows}) > 1
     labels = [r["model"] + (f" · {r['baseline']}" if several else "") for r in rows]
     width = 1.45 * len(topos)
-    fig, axes = plt.subplots(1, 2, figsize=(2.4 + 2 * width, 1.0 + 0.55 * len(rows)), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(1, 2, figsize=(2.4 + 2 * width, 1.6 + 0.7 * len(rows)), dpi=110, squeeze=False)
     for ax, metric in zip(axes[0], ("success", "dq"), strict=True):
         image = _heatmap(ax, rows, topos, metric)
         ax.set_yticks(range(len(rows)), labels if metric == "success" else [""] * len(rows), fontsize=8)
