@@ -21,9 +21,18 @@ def publish(
     endpoint: Annotated[str | None, typer.Option(help="Hub endpoint (default: huggingface_hub's, "
                                                       "HF_ENDPOINT).")] = None,
     episodes: Annotated[bool, typer.Option(help="Include the per-episode config.")] = True,
+    viewer: Annotated[bool, typer.Option(help="Also put the runs' static viewer in the repo's viewer/ folder "
+                                              "(opens offline from the downloaded files; docs/viewer.md).")] = False,
 ) -> None:
     """Publish runs as a Hub dataset (results + latest + episodes + card), merging with the repo's rows."""
     from topoeval.publish import publish as do_publish
+    from topoeval.publish.hub import WriteViewer
+
+    write_viewer: WriteViewer | None = None
+    if viewer:  # publish and view are sibling layers: the command hands the one's writer to the other
+        from topoeval.view.export import export_runs
+
+        write_viewer = export_runs
 
     if dry_run and out is None:  # `--dry-run DIR` (its old spelling) leaves DIR among the run folders
         last = run_dirs[-1] if len(run_dirs) > 1 and not (run_dirs[-1] / "run.json").exists() else "DIR"
@@ -31,6 +40,6 @@ def publish(
     if (offline or out is not None) and not dry_run:
         raise UserError("--out and --offline only go with --dry-run (an upload needs the Hub)")
     done = do_publish([str(d) for d in run_dirs], repo, private=private, dry_run=out, offline=offline,
-                      endpoint=endpoint, episodes=episodes)
+                      endpoint=endpoint, episodes=episodes, viewer=write_viewer)
     where = f"wrote {done['folder']}" if not done["uploaded"] else f"uploaded to {repo} (commit {done['commit']})"
     typer.echo(f"{where}: {len(done['files'])} files, merged with {done['merged_rows']} existing result rows")

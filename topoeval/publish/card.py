@@ -119,10 +119,10 @@ def matrix_table(matrix: list[dict[str, Any]]) -> list[str]:
 
 
 def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True,
-                matrix: list[dict[str, Any]] | None = None) -> str:
+                matrix: list[dict[str, Any]] | None = None, viewer: bool = False) -> str:
     """README.md: YAML metadata (configs, license, tags), then the transfer matrices (``matrix`` rows), then
     one leaderboard per protocol. ``episodes=False``: the repo holds no per-episode files, so that config is
-    not declared; nor is ``matrix`` without matrix rows."""
+    not declared; nor is ``matrix`` without matrix rows. ``viewer``: a paragraph on opening ``viewer/``."""
     configs = [c for c in CONFIGS if (episodes or c["config_name"] != "episodes")
                and (matrix or c["config_name"] != "matrix")]
     meta: dict[str, Any] = {
@@ -140,6 +140,12 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True,
              "Rows are sorted by OOD success (mean over the protocol's OOD topologies); `=` marks a row that ties "
              "the one above it (difference below 2 × the larger std / standard error). Each row is reproduced by "
              "its command on the protocol of the stated sha256.", ""]
+    if viewer:
+        lines += ["## Browse the episodes", "",
+                  "`viewer/` holds topoeval's viewer of the runs of this publish (each episode as a conversation, "
+                  "two models side by side, what flipped between them). It opens offline from the files alone: "
+                  f"`hf download {repo_id} --repo-type dataset --include \"viewer/*\" --local-dir board`, then "
+                  "open `board/viewer/index.html` in a browser.", ""]
     lines += matrix_table(matrix or [])
     for protocol, entries in sorted(leaderboard(rows).items()):
         lines += [f"## {protocol}", "",

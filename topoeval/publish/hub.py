@@ -9,7 +9,7 @@ commit), so a retried or re-run publish cannot duplicate rows.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,11 @@ from topoeval.publish.tables import (
     run_samples,
 )
 
+#: the folder of the repo that holds the static viewer of the runs (``publish --viewer``)
+VIEWER_DIR = "viewer"
+#: writes the static viewer of run folders into a folder: :func:`topoeval.view.export.export_runs`, handed
+#: in by the caller (the command), as publish and view are sibling layers that do not import each other
+WriteViewer = Callable[[list[Path], Path], Any]
 RESULTS_FILE = "data/results.parquet"
 LATEST_FILE = "data/latest.parquet"
 MATRIX_FILE = "data/matrix.parquet"
@@ -41,10 +46,12 @@ MATRIX_FILE = "data/matrix.parquet"
 
 def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
           existing: list[dict[str, Any]] | None = None, episodes: bool = True,
-          existing_matrix: list[dict[str, Any]] | None = None) -> list[str]:
+          existing_matrix: list[dict[str, Any]] | None = None, viewer: WriteViewer | None = None) -> list[str]:
     """Write the folder a publish uploads: results merged into ``existing``, the latest view,
     the transfer matrices (transfer-matrix runs, merged into ``existing_matrix``), the runs'
-    episodes (unless ``episodes=False``) and the card. Returns the repo paths written.
+    episodes (unless ``episodes=False``), the static viewer of the runs in ``viewer/`` when
+    ``viewer`` writes one (:func:`topoeval.view.export.export_runs`: it opens offline from the
+    downloaded files), and the card. Returns the repo paths written.
     Every file is written from its config's declared schema (:mod:`topoeval.publish.schema`)."""
     out = Path(out)
     new = conform([row for d in run_dirs for row in result_rows(d)], RESULT_COLUMNS)
@@ -73,7 +80,11 @@ def stage(run_dirs: Sequence[str | Path], out: str | Path, repo_id: str,
             write_rows(sorted(ep_rows, key=lambda r: (r["topology"], r["task_id"], r["sample"])), path_under(out, rel),
                        episode_features)
             written.append(rel)
-    (out / "README.md").write_text(render_card(rows, repo_id, episodes, matrix), encoding="utf-8")
+    if viewer is not None:
+        viewer([Path(d) for d in run_dirs], out / VIEWER_DIR)
+        written += sorted(p.relative_to(out).as_posix() for p in (out / VIEWER_DIR).rglob("*") if p.is_file())
+    (out / "README.md").write_text(render_card(rows, repo_id, episodes, matrix, viewer=viewer is not None),
+                                   encoding="utf-8")
     written.append("README.md")
     return written
 
@@ -129,17 +140,21 @@ def make_private(api: Any, repo_id: str, wait: float) -> None:
 
 def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, dry_run: str | Path | None = None,
             offline: bool = False, endpoint: str | None = None, retry_wait: float = 1.0,
-            episodes: bool = True) -> dict[str, Any]:
+            episodes: bool = True, viewer: WriteViewer | None = None) -> dict[str, Any]:
     """Publish runs to ``repo_id`` (a dataset repo), merging with what it holds.
 
     ``private``: the repo is made private, also when it exists already (public).
     ``dry_run``: write the folder that would be uploaded there instead of uploading (the repo's
-    current results are still read, unless ``offline``). Returns what was done.
+    current results are still read, unless ``offline``). ``viewer`` (``topoeval.view.export.export_runs``):
+    the runs' static viewer goes into the repo's ``viewer/`` too (:func:`stage`). Returns what was done.
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
     if "/" not in repo_id:
         raise UserError(f"repo takes ORG/NAME, not '{repo_id}'")
+    if viewer is not None and not episodes:
+        raise UserError("--viewer shows every episode's conversation, which --no-episodes leaves out: give one or "
+                        "the other")
     if dry_run is not None:
         check_out(Path(dry_run), run_dirs)  # before any request: a refused folder costs nothing
     check_runs(run_dirs)  # every folder idle, readable and valid before the repo is created or changed
@@ -157,9 +172,11 @@ def publish(run_dirs: list[str | Path], repo_id: str, *, private: bool = False, 
         if dry_run is not None:  # never deletes what it did not write (topoeval.publish.folder)
             files = write_folder(staged, run_dirs, lambda into: stage(run_dirs, into, repo_id, existing,
                                                                       episodes=episodes,
-                                                                      existing_matrix=existing_matrix))
+                                                                      existing_matrix=existing_matrix,
+                                                                      viewer=viewer))
         else:
-            files = stage(run_dirs, staged, repo_id, existing, episodes=episodes, existing_matrix=existing_matrix)
+            files = stage(run_dirs, staged, repo_id, existing, episodes=episodes, existing_matrix=existing_matrix,
+                          viewer=viewer)
         result = {"repo": repo_id, "files": files, "merged_rows": len(existing), "folder": str(staged)}
         if dry_run is not None:
             return {**result, "uploaded": False}
