@@ -81,3 +81,13 @@ def test_the_terminal_prints_each_models_loss_per_move_after_the_matrix(tmp_path
     out = " ".join(text.getvalue().split())
     assert "loss per axis around travel (success, loss [95 % CI]; rank 3 of 3):" in out
     assert "planted-merged: renamed 0.00 [0.00, 0.00]; merged 0." in out
+
+
+def test_a_designed_matrix_run_fits_dq_and_each_dimension_beside_success(tmp_path):
+    """#58 item 2: each move's effect on success, on dq and on each decision-quality dimension that applies; the
+    summary keeps every metric's values for the fit, not only success and dq."""
+    run = topoeval.run_protocol("axis_matrix", ["planted-user"], tmp_path / "run", tasks=4, progress=False,
+                                topologies=["travel", "travel+no-user"])
+    (design,) = run.summary["matrix"]["axis_effects"]["designs"]
+    metrics = design["rows"][0]["metrics"]
+    assert {"success", "dq", "efficiency"} <= set(metrics), sorted(metrics)

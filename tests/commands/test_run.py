@@ -33,3 +33,13 @@ def test_trained_on_without_equals_explains_the_model_topology_form(cli, tmp_pat
                         "--out", tmp_path / "run"))
     assert line == ("error: --trained-on wiki: no such folder; give a `topoeval export` folder the model was trained "
                     "on, or MODEL=TOPOLOGY for a transfer matrix's diagonal (e.g. --trained-on oracle=wiki)")
+
+
+def test_a_planted_weakness_policy_is_taken_by_name_on_the_command_line(tmp_path, cli):
+    """planted-<axis> reference policies (#58) are kept out of REFERENCE (the leaderboard's runs) but are models
+    the CLI takes, like the API."""
+    proc = cli("run", "axis_matrix", "-m", "planted-user", "--tasks", "1", "--topology", "travel",
+               "--topology", "travel+no-user",
+               "--out", str(tmp_path / "run"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown model" not in proc.stderr

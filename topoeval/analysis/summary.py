@@ -178,7 +178,7 @@ def build_summary(protocol_name: str, records: Iterable[dict[str, Any]], order=N
     if matrix:  # a matrix's trained models are paired against their base, task by task: their values kept
         from topoeval.analysis.paired import ValuesFold
 
-        values = ValuesFold(("success", "dq"))  # what the matrix reports: a float per scored episode for each
+        values = ValuesFold()  # success, dq and each dimension: a float per scored episode and metric
         if isinstance(records, Sequence):
             for r in records:
                 values.add(r)

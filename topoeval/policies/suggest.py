@@ -13,10 +13,10 @@ def matches_a_form(spec: str) -> bool:
     """Whether ``make_policy`` takes ``spec`` (a reference policy, the embedded model or an adapter, a path or a
     prefixed form) rather than ending in its "unknown model" error."""
     from topoeval.models.adapters import is_adapter_model
-    from topoeval.policies.registry import EMBEDDED, REFERENCE
+    from topoeval.policies.registry import EMBEDDED, is_reference
 
     spec = split_format(spec)[0]
-    return (spec in REFERENCE or spec == EMBEDDED or is_adapter_model(spec) or spec.startswith(("gguf:", "hf:",
+    return (is_reference(spec) or spec == EMBEDDED or is_adapter_model(spec) or spec.startswith(("gguf:", "hf:",
             "direct:")) or spec.endswith(".gguf") or "/" in spec or (Path(spec) / "config.json").is_file())
 
 
