@@ -49,7 +49,8 @@ TARGETS: dict[str, list[str]] = {
                                     "running_a_finished_episode_again"],
     "topoeval/runner/merged.py": ["tests/runner/test_merged.py", "tests/runner/test_merged_conflicts.py",
                                   "tests/runner/test_merge_trust.py"],
-    "topoeval/runner/episode_file.py": ["tests/runner/test_episode_file.py", "tests/runner/test_store.py",
+    # (tests/runner/test_store.py runs protocols: 8 minutes here with it, for no mutant only it kills)
+    "topoeval/runner/episode_file.py": ["tests/runner/test_episode_file_edges.py", "tests/runner/test_episode_file.py",
                                         "tests/runner/test_store_repair.py"],
     "topoeval/runner/store.py": ["tests/runner/test_store.py", "tests/runner/test_store_repair.py",
                                  "tests/runner/test_episode_file.py"],
@@ -102,6 +103,18 @@ EQUIVALENT: dict[str, str] = {
     "of it is `< 0` or `>= 0`",
     **{f"topoeval.runner.merged.xǁMergedRecordsǁ_fold_file__mutmut_{n}": "the warning's stacklevel: only which "
        "caller's line the warning names; not checkable here (mutmut's trampolines add stack frames)" for n in (34, 35)},
+    "topoeval.runner.episode_file.x__parse__mutmut_5": '"UTF-8" and "utf-8" name the same codec',
+    "topoeval.runner.episode_file.x__parse__mutmut_1": "orjson.loads(None) raises orjson's JSONDecodeError, so the "
+    "standard library parses the line instead: the same value, only slower",
+    "topoeval.runner.episode_file.x_not_regular__mutmut_4": "str(None) where strerror is empty: lstat's OSError "
+    "always has a strerror",
+    **{f"topoeval.runner.episode_file.x_open_regular__mutmut_{n}": "getattr's default for O_NONBLOCK/O_CLOEXEC: "
+       "both exist on Linux; and Python's os.open makes every descriptor non-inheritable itself (PEP 446), so "
+       "O_CLOEXEC adds nothing there" for n in (14, 17, 20, 21, 23, 26, 27, 28, 29)},
+    **{f"topoeval.runner.episode_file.{name}": "the warning's stacklevel: only which caller's line the warning names; "
+       "not checkable here (mutmut's trampolines add stack frames)"
+       for name in ("x_walk__mutmut_9", "x_walk__mutmut_12", "x_scan__mutmut_24", "x_scan__mutmut_25",
+                    "x_warn_skipped__mutmut_1", "x_warn_skipped__mutmut_7")},
 }
 
 #: mutmut's exit codes by what they mean (mutmut.stats.status_by_exit_code); a test process the mutant made crash
