@@ -122,3 +122,16 @@ def test_compare_flips_gives_the_flips_mcnemar_p_and_verdict_of_two_rate_maps():
     result = compare_flips({f"t{i}": 0.0 for i in range(8)}, {f"t{i}": 1.0 for i in range(8)})
     assert result.n_up == 8 and result.p == pytest.approx(2 / 256) and result.verdict == "b_better"
     assert result.rule.startswith("paired")
+
+
+def test_mcnemar_is_exact_and_fast_for_thousands_of_flips():
+    """The viewer asks for p on cells of thousands of tasks: the running binomial coefficient gives the exact
+    tail (the same float as the sum of math.comb terms) and agrees with scipy."""
+    from fractions import Fraction
+    from math import comb
+
+    for up, down in [(1200, 1300), (1250, 1250), (0, 2500), (7, 2000), (40, 61)]:
+        n = up + down
+        exact = float(min(Fraction(1), 2 * Fraction(sum(comb(n, i) for i in range(min(up, down) + 1)), 2**n)))
+        assert mcnemar_exact(up, down) == exact
+        assert mcnemar_exact(up, down) == pytest.approx(binomtest(up, n, 0.5).pvalue, rel=1e-9, abs=1e-300)

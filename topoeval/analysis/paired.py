@@ -25,8 +25,6 @@ intervals overlap. Per cell (baseline x topology), over the tasks both sides sco
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from fractions import Fraction
-from math import comb
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -153,8 +151,11 @@ def mcnemar_exact(up: int, down: int) -> float:
     n = up + down
     if n == 0:
         return 1.0
-    tail = Fraction(sum(comb(n, i) for i in range(min(up, down) + 1)), 2**n)
-    return float(min(Fraction(1), 2 * tail))
+    term = total = 1  # C(n, 0); each next binomial coefficient from the one before, in exact integers
+    for i in range(1, min(up, down) + 1):
+        term = term * (n - i + 1) // i
+        total += term
+    return min(1.0, total / (1 << (n - 1)))  # 2 x tail / 2^n, divided once (int / int rounds correctly)
 
 
 def paired_bootstrap_ci(diffs: list[float], confidence: float = 0.95) -> list[float] | None:
