@@ -76,6 +76,7 @@
     runs.runs.forEach(function (r) {
       var tr = el("tr", "row"), first = el("td");
       first.appendChild(link({ run: r.id }, r.path));
+      if (r.kind) first.appendChild(pill(r.kind, "kind"));
       tr.onclick = function (ev) { if (ev.target.tagName !== "A") location.href = url({ run: r.id }); };
       add(tr, first, el("td", null, r.protocol), el("td", null, r.models.join(", ")),
           el("td", null, r.topologies.join(", ")),
@@ -126,6 +127,10 @@
     var more = run.complete === false ? " (reading the rest of the run…)" : "";
     add(main, el("h1", null, run.protocol || run.path), el("p", "muted", run.path + " · " + run.episodes.length + " episodes" + more));
     if (run.skipped) main.appendChild(el("p", "why", run.skipped + " line(s) of its episode files skipped: not episode records (torn, or written by something else)"));
+    if (run.notice) main.appendChild(el("p", "why notice", run.notice));  // cells that (nearly) never called a tool
+    if (run.sweep) {  // a sweep's run: the sweep's points (built and escaped by the server) lead
+      var sweep = el("section", "panel scroll sweep"); sweep.innerHTML = run.sweep; main.appendChild(sweep);
+    }
     var head = el("section", "panel scroll"); head.innerHTML = run.headline || "<p class='muted'>No summary.json.</p>";
     main.appendChild(head);
     if (run.pictures.length) {
@@ -204,6 +209,9 @@
     var outcome = rec.status === "error" ? pill("error", "err") : (s.success >= 1 ? pill("success", "ok") : pill("failure", "fail"));
     add(box, add(el("div"), outcome, pill("dq " + fmt(s.dq)), s.unsafe_commits ? pill(s.unsafe_commits + " unsafe commit(s)", "fail") : null,
       s.invalid_calls ? pill(s.invalid_calls + " invalid call(s)", "fail") : null, pill((s.tool_calls || 0) + " tool calls"), pill((rec.turns || 0) + " turns")));
+    if (rec.final_answer !== undefined && rec.final_answer !== null) add(box, add(el("div", "answer"), el("span", "label", "final answer: "), el("span", "text final-answer", String(rec.final_answer))));
+    if (rec.status !== "error" && !(s.success >= 1) && rec.expected_answer !== undefined && rec.expected_answer !== null)  // a failed episode: what the suite expected
+      add(box, add(el("div", "answer expected"), el("span", "label", "expected: "), el("span", "text expected-answer", String(rec.expected_answer))));
     run.dimensions.forEach(function (d) {
       var v = s[d], tr = el("tr"), bar = el("span", "bar"), fill = el("i");
       if (v === null || v === undefined) return;

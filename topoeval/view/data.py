@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from topoeval.analysis.diagnostics import no_tool_call_notice
 from topoeval.core.errors import UserError
 from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.report.html import md_tables_to_html, render_headline
@@ -34,13 +35,14 @@ from topoeval.runner.prompts import RecordedPrompts, read_prompts
 from topoeval.runner.store import RUN_JSON
 from topoeval.view.flips import flips_payload
 from topoeval.view.index import STATUSES, SUMMARY, EpisodeIndex, find_runs, is_run, path_id, run_id, short_names
+from topoeval.view.kinds import empty_pictures, is_matrix, is_sweep, matrix_headline, sweep_headline
 
 #: episodes per chunk file
 CHUNK = 100
 #: episodes the server indexes before it sends a run's first page (the rest when the page asks)
 FIRST = 2000
 #: pictures a run folder may hold, shown in this order (then any other PNG)
-PICTURES = ("matrix.png", "plot_ladder.png", "plot_fewshot.png", "plot_dimensions.png", "sweep.png")
+PICTURES = ("sweep.png", "matrix.png", "axis_effects.png", "plot_ladder.png", "plot_fewshot.png", "plot_dimensions.png")
 #: the names a picture may have (no folder: a picture lies in its run folder itself)
 PICTURE_NAME = re.compile(r"^[\w.-]+\.png$")
 #: run.json or summary.json larger than this is not read (they are kilobytes)
@@ -131,6 +133,16 @@ def _rendered(render: Any, summary: dict[str, Any]) -> str:
         return ""
 
 
+def _notice(summary: dict[str, Any]) -> str | None:
+    """The sentence saying which cells (nearly) never made a valid tool call
+    (:func:`topoeval.analysis.diagnostics.no_tool_call_notice`), or None."""
+    try:
+        notice = no_tool_call_notice(_cells(summary))
+    except Exception:  # a summary.json not written by topoeval: no notice rather than no page
+        return None
+    return notice if isinstance(notice, str) else None
+
+
 class Catalogue:
     """The runs under one folder, their indexes built on first use and kept."""
 
@@ -194,25 +206,52 @@ class Catalogue:
                 "models": models, "episodes": sum(_number(c.get("n_episodes")) for c in cells),
                 "errors": sum(_number(c.get("n_errors")) for c in cells),
                 "started": run.get("started") if isinstance(run.get("started"), str) else None,
+                "kind": "sweep" if self.sweep(rid) else "transfer matrix" if is_matrix(summary) else None,
                 "topologies": list(dict.fromkeys(c["topology"] for c in cells)),
             })
         return {"root": self.label, "runs": rows}
 
-    def pictures(self, rid: str) -> list[str]:
-        """The PNGs a run folder holds as regular files (a symlink is never listed)."""
+    def sweep(self, rid: str) -> tuple[Path, dict[str, Any]] | None:
+        """The sweep folder holding a run (``topoeval sweep ... --out DIR`` writes the run under DIR) and its
+        summary.json: the run folder's parent, when it lies at or under the root and its summary.json is a
+        sweep's; None otherwise."""
+        parent = self.runs[rid].parent
         try:
-            with os.scandir(self.runs[rid]) as entries:
-                names = sorted(e.name for e in entries if PICTURE_NAME.match(e.name)
-                               and e.is_file(follow_symlinks=False))
+            inside = parent.resolve().is_relative_to(self.root.resolve())
         except OSError:
-            return []
-        return [n for n in PICTURES if n in names] + [n for n in names if n not in PICTURES]
+            return None
+        if not inside or parent.is_symlink():
+            return None
+        summary = _read(parent / SUMMARY)
+        return (parent, summary) if is_sweep(summary) else None
+
+    def _picture_files(self, rid: str) -> dict[str, Path]:
+        """Each picture's name and file, in the order shown: the run folder's PNGs (regular files; a symlink
+        is never listed) less those that hold no data (:func:`~topoeval.view.kinds.empty_pictures`), then the
+        sweep folder's that the run folder does not hold."""
+        found: dict[str, Path] = {}
+        sweep = self.sweep(rid)
+        empty = empty_pictures(_read(self.runs[rid] / SUMMARY))
+        for folder, skip in ((self.runs[rid], empty), *(((sweep[0], set()),) if sweep else ())):
+            try:
+                with os.scandir(folder) as entries:
+                    names = sorted(e.name for e in entries if PICTURE_NAME.match(e.name)
+                                   and e.is_file(follow_symlinks=False))
+            except OSError:
+                continue
+            for n in names:
+                if n not in skip and n not in found:
+                    found[n] = folder / n
+        return {n: found[n] for n in [*[p for p in PICTURES if p in found], *[n for n in found if n not in PICTURES]]}
+
+    def pictures(self, rid: str) -> list[str]:
+        """The pictures of a run, in the order shown (:meth:`_picture_files`)."""
+        return list(self._picture_files(rid))
 
     def picture(self, rid: str, name: str) -> bytes | None:
-        """A picture's bytes: one the run folder lists, read as a regular file (no symlink followed)."""
-        if name not in self.pictures(rid):
-            return None
-        return read_regular(self.runs[rid] / name, MAX_PICTURE_BYTES)
+        """A picture's bytes: one the run lists, read as a regular file (no symlink followed)."""
+        path = self._picture_files(rid).get(name)
+        return None if path is None else read_regular(path, MAX_PICTURE_BYTES)
 
     def prompts(self, rid: str) -> RecordedPrompts | None:
         """The run's prompts.json (read once), or None for a folder written before prompts were recorded."""
@@ -230,11 +269,14 @@ class Catalogue:
         cells = [{"model": m, "baseline": b, "topology": t, "role": (cell_info.get((m, b, t)) or {}).get("role")}
                  for m, b, t in index.cells]
         protocol = run.get("protocol")
+        sweep = self.sweep(rid)
         return {
             "id": rid, "path": self._paths[rid],
             "protocol": str(summary.get("protocol") or (protocol.get("name") if isinstance(protocol, dict)
                                                         else None) or "") or None,
-            "headline": _rendered(render_headline, summary),
+            "headline": _rendered(matrix_headline if is_matrix(summary) else render_headline, summary),
+            "sweep": _rendered(sweep_headline, sweep[1]) if sweep else "",
+            "notice": _notice(summary),
             "tables": _rendered(lambda s: md_tables_to_html(render_report_md(s)), summary),
             "pictures": self.pictures(rid), "cells": cells, "tasks": index.tasks, "episodes": index.rows,
             "statuses": list(STATUSES), "dimensions": list(DIMENSIONS), "chunk": CHUNK,
