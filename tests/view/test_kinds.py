@@ -68,11 +68,14 @@ def test_a_sweeps_run_leads_with_the_sweeps_points_and_curves(kinds):
     assert "Sweep" in sweep and "0 noop 0.00 n=1" in sweep and "10 oracle 1.00 n=1" in sweep
 
 
-def test_a_sweep_folder_outside_the_root_is_not_read(kinds):
+def test_a_sweep_folder_outside_the_root_or_beside_a_run_given_alone_is_not_read(kinds):
     root, ids = kinds
     catalogue = Catalogue(root / "sw" / "run")  # the run folder itself as the root: its parent is not read
     (rid,) = catalogue.runs
     assert catalogue.sweep(rid) is None and "sweep.png" not in catalogue.pictures(rid)
+    given = Catalogue.of_runs([root / "sw" / "run"], "given")  # runs given one by one: nothing beside them
+    (rid,) = given.runs
+    assert given.sweep(rid) is None and "sweep.png" not in given.pictures(rid)
 
 
 @needs_chromium

@@ -152,6 +152,8 @@ class Catalogue:
         #: the whole run (:meth:`run_payload`); None: every payload is the whole run
         self.first = first
         self.runs = {run_id(self.root, d): d for d in find_runs(self.root)}
+        #: whether a run's parent folder is read when it is a sweep folder under the root (:meth:`sweep`)
+        self.sweeps = True
         #: what the runs list says they lie under (the root folder; a label for runs given one by one)
         self.label = str(self.root)
         self._paths = {rid: self._relative(d) for rid, d in self.runs.items()}
@@ -179,6 +181,7 @@ class Catalogue:
                                 "episode files, regular files)")
         catalogue = cls.__new__(cls)
         catalogue.root, catalogue.first, catalogue.label = Path("."), None, label
+        catalogue.sweeps = False  # runs given one by one: nothing beside them is read
         names = short_names(folders)
         catalogue.runs = {path_id(n): f for n, f in zip(names, folders, strict=True)}
         catalogue._paths = {path_id(n): n for n in names}
@@ -214,8 +217,10 @@ class Catalogue:
     def sweep(self, rid: str) -> tuple[Path, dict[str, Any]] | None:
         """The sweep folder holding a run (``topoeval sweep ... --out DIR`` writes the run under DIR) and its
         summary.json: the run folder's parent, when it lies at or under the root and its summary.json is a
-        sweep's; None otherwise."""
+        sweep's; None otherwise, and always for runs given one by one (:meth:`of_runs`)."""
         parent = self.runs[rid].parent
+        if not self.sweeps:
+            return None
         try:
             inside = parent.resolve().is_relative_to(self.root.resolve())
         except OSError:
