@@ -36,7 +36,7 @@ def kinds(tmp_path_factory):
 
 def test_a_matrix_run_leads_with_its_matrix_and_shows_no_empty_chart(kinds):
     root, ids = kinds
-    assert (root / "tm" / "plot_dimensions.png").exists()  # written by the report, empty: no id/ood role
+    assert not (root / "tm" / "plot_dimensions.png").exists()  # no id/ood role: the report draws no empty chart
     run = Catalogue(root).run_payload(ids["tm"])
     assert run["pictures"] == ["matrix.png"]
     head = text(run["headline"])

@@ -57,6 +57,8 @@ PANELS_PER_ROW = 3
 def plot_dimensions(summary: dict[str, Any], path: Path) -> Path | None:
     """Zero-shot ID vs OOD bars of dq and each dimension, one panel per model (3 per row)."""
     cells = [c for c in summary["cells"] if c["baseline"] == "0-shot"] or summary["cells"]
+    if not any(c.get("role") in ("id", "ood") for c in cells):  # a matrix: no ID/OOD bars to draw, no empty chart
+        return None
     models = list(dict.fromkeys(c["model"] for c in cells))
     if not models:
         return None
