@@ -91,6 +91,19 @@ def test_missing_api_key_is_one_line_naming_the_variable(tmp_path, echo_protocol
     assert episodes(tmp_path / "run") == []
 
 
+def test_a_model_name_litellm_cannot_route_is_one_line_with_the_direct_form(tmp_path, echo_protocol, fixture_suites):
+    """A Hugging Face id given to -m without direct: (an easy slip, the id holds a '/'): litellm refuses it before
+    sending anything; one line that names the direct: and provider-prefix forms, not "a topoeval bug"."""
+    with pytest.raises(UserError) as err:
+        topoeval.run_protocol(echo_protocol(n=N_TASKS), ["Qwen/Qwen2.5-1.5B-Instruct"], tmp_path / "run",
+                              suites_dirs=[fixture_suites],
+                              model_options=ModelOptions(api_base="http://127.0.0.1:9/v1", timeout_s=5))
+    message = str(err.value)
+    assert message.startswith("model 'Qwen/Qwen2.5-1.5B-Instruct': litellm cannot tell which provider serves")
+    assert "-m direct:NAME --api-base URL" in message and "topoeval bug" not in message and "\n" not in message
+    assert episodes(tmp_path / "run") == []
+
+
 @pytest.mark.parametrize("server", [{"status_all": 500}], indirect=True)
 def test_server_down_for_the_whole_run(tmp_path, echo_protocol, fixture_suites, topoeval_cmd, server):
     out, proto = tmp_path / "run", echo_protocol(n=N_TASKS)

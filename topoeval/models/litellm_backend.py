@@ -141,6 +141,13 @@ def _usage(response) -> dict[str, Any]:
     return usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
 
 
+#: litellm's words for a model name it cannot route to a provider (a 400 raised before any request)
+NO_PROVIDER = "LLM Provider NOT provided"
+NO_PROVIDER_FIX = ("a model on an OpenAI-compatible server (vLLM, SGLang, llama.cpp, topoeval serve-model): "
+                   "-m direct:NAME --api-base URL; or give litellm's provider prefix (openai/NAME, hosted_vllm/NAME, "
+                   "anthropic/NAME, ...)")
+
+
 def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str | None = None) -> Exception:
     """litellm's exception as TransientError when retrying may help, PermanentError when it cannot,
     ContextLimitError when the conversation outgrew the model, RefusalError when the provider's
@@ -155,6 +162,8 @@ def _classify(exc: Exception, key_hint=lambda: "pass --api-key", api_base: str |
         return ContextLimitError(f"{name}: {text[:300]}")
     if name == "ContentPolicyViolationError":
         return RefusalError(f"{name}: {text[:300]}", detail=text[:300])
+    if NO_PROVIDER in raw:  # a bare model name (e.g. a Hugging Face id) litellm cannot route: the user's, not ours
+        return PermanentError("litellm cannot tell which provider serves this model name", fix=NO_PROVIDER_FIX)
     if MISSING_CREDENTIALS.search(raw):  # litellm reports a missing key as a 500
         return PermanentError("no API key was given", fix=permanent_fix(None, key_hint()))
     if status == 400:  # read by its body: a refusal, or a request the server rejected
