@@ -11,8 +11,6 @@ reads as None (the reader says the prompts were not recorded).
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from topoeval.core.files import write_atomic
+from topoeval.core.safe_paths import read_regular
 
 if TYPE_CHECKING:
     from topoeval.protocol.topology import ResolvedTopology
@@ -70,21 +69,8 @@ def write_prompts(run_dir: Path, topologies: Iterable[ResolvedTopology] | Record
 def read_prompts(run_dir: Path) -> RecordedPrompts | None:
     """The run's recorded prompts, or None when prompts.json is absent, not a regular file (a symlink
     is never followed), larger than :data:`MAX_PROMPTS_BYTES`, or not valid. Reads the file only."""
-    try:
-        fd = os.open(Path(run_dir) / PROMPTS_JSON, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:  # absent, a symlink (ELOOP), unreadable
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PROMPTS_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(MAX_PROMPTS_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_PROMPTS_BYTES:
+    raw = read_regular(Path(run_dir) / PROMPTS_JSON, MAX_PROMPTS_BYTES)
+    if raw is None:
         return None
     try:
         return RecordedPrompts.model_validate_json(raw)

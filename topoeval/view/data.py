@@ -6,7 +6,7 @@ system prompts and tool lists of their topologies, and a cell's "what flipped" p
 Everything comes from what the run folder recorded, read as files: run.json and summary.json are
 read as JSON, prompts.json by :func:`topoeval.runner.prompts.read_prompts`, episodes by
 :mod:`topoeval.view.index`. Nothing here resolves a protocol, loads a suite or runs a command, and
-no file is read through a symlink (:func:`read_regular`). A run folder written before prompts.json
+no file is read through a symlink (:func:`topoeval.core.safe_paths.read_regular`). A run folder written before prompts.json
 existed shows no system prompt, and the page says so.
 
 The server sends these payloads as JSON (:func:`as_json`, ``data/<...>.json``); the static export
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import orjson
 
 from topoeval.analysis.diagnostics import no_tool_call_notice
 from topoeval.core.errors import UserError
+from topoeval.core.safe_paths import read_regular
 from topoeval.metrics.dimensions import DIMENSIONS
 from topoeval.report.html import md_tables_to_html, render_headline
 from topoeval.report.markdown import render_report_md
@@ -80,26 +80,6 @@ def as_script(name: str, payload: Any) -> bytes:
     """A payload as the export writes it: a script calling ``topoevalData(name, payload)`` (a page
     opened from file:// cannot fetch), UTF-8, with ``</`` escaped."""
     return b"topoevalData(" + json.dumps(name).encode() + b"," + _dumps(payload).replace(b"</", b"<\\/") + b");\n"
-
-
-def read_regular(path: Path, limit: int) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, opened without following
-    a symlink (``O_NOFOLLOW``, then ``S_ISREG`` on the open file); None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:  # absent, a symlink (ELOOP), unreadable
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return raw if len(raw) <= limit else None
 
 
 def _read(path: Path) -> dict[str, Any]:

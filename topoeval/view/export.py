@@ -24,7 +24,8 @@ from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.runner.store import EPISODES, RUN_JSON
-from topoeval.view.data import Catalogue, as_script, data_path, read_regular
+from topoeval.core.safe_paths import read_regular
+from topoeval.view.data import Catalogue, as_script, data_path
 from topoeval.view.server import STATIC, static_file
 
 #: the key in index.json that marks a folder as written by ``view --export``
