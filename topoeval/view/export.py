@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
-from topoeval.runner.store import EPISODES, RUN_JSON
 from topoeval.core.safe_paths import read_regular
+from topoeval.runner.store import EPISODES, RUN_JSON
 from topoeval.view.data import Catalogue, as_script, data_path
 from topoeval.view.server import STATIC, static_file
 
