@@ -12,8 +12,8 @@ from topoeval.commands.common import rich_console
 
 def report(run_dir: Annotated[Path, typer.Argument(help="A run folder (holds summary.json).")]) -> None:
     """Print success ± std, dq and each dimension, ID against OOD; rewrite report.md, plots and report.html."""
-    from topoeval.report.files import write_run_reports
     from topoeval.analysis.diagnostics import no_tool_call_notice
+    from topoeval.report.files import write_run_reports
     from topoeval.report.tables import print_collapse_table, print_quality_table, print_success_table
     from topoeval.runner.lock import lock_run
     from topoeval.runner.store import read_episodes, read_json

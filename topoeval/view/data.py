@@ -6,8 +6,8 @@ system prompts and tool lists of their topologies, and a cell's "what flipped" p
 Everything comes from what the run folder recorded, read as files: run.json and summary.json are
 read as JSON, prompts.json by :func:`topoeval.runner.prompts.read_prompts`, episodes by
 :mod:`topoeval.view.index`. Nothing here resolves a protocol, loads a suite or runs a command, and
-no file is read through a symlink (:func:`topoeval.core.safe_paths.read_regular`). A run folder written before prompts.json
-existed shows no system prompt, and the page says so.
+no file is read through a symlink (:func:`topoeval.core.safe_paths.read_regular`). A run folder written
+before prompts.json existed shows no system prompt, and the page says so.
 
 The server sends these payloads as JSON (:func:`as_json`, ``data/<...>.json``); the static export
 writes them as scripts (:func:`as_script`, ``data/<...>.js``) because a page opened from ``file://``
