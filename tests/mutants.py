@@ -112,6 +112,16 @@ EQUIVALENT: dict[str, str] = {
     "topoeval.runner.store.x_record_line__mutmut_13": '"UTF-8" and "utf-8" name the same codec',
     "topoeval.runner.store.x_record_line__mutmut_7": "ensure_ascii=None is falsy, as False is",
     "topoeval.runner.store.xǁEpisodeStoreǁ_load__mutmut_36": "warn=None is falsy, as False is",
+    **{f"topoeval.runner.lock.x__open_nofollow__mutmut_{n}": "the lock file's creation mode: _open sets 0600 with "
+       "fchmod right after" for n in (7, 11)},
+    **{f"topoeval.runner.lock.x__owner__mutmut_{n}": "bytes.decode's default codec is UTF-8" for n in (17, 24)},
+    **{f"topoeval.runner.lock.x__owner__mutmut_{n}": "an empty lock file: json.loads of the mutated text fails, "
+       "which _owner also answers with None" for n in (27, 28)},
+    "topoeval.runner.lock.x__write_owner__mutmut_20": "ftruncate to 1 byte before pwrite at 0: the owner's line "
+    "overwrites that byte",
+    "topoeval.runner.lock.xǁRunLockǁ__init____mutmut_1": "upgraded=True by default for a fresh hold: its release "
+    "then clears and re-locks the descriptor it closes right after (the same end: no lock, an empty owner)",
+    "topoeval.runner.lock.xǁRunLockǁrelease__mutmut_4": "held.exclusive = None is falsy, as False is",
     **{f"topoeval.runner.store.x__copy__mutmut_{n}": "the chunk size (1 or 2 MiB): the same bytes copied"
        for n in (13, 14)},
     "topoeval.runner.store.x__copy__mutmut_6": "`size >= 0`: one more read of 0 bytes, which ends the loop",

@@ -230,3 +230,57 @@ def test_an_unused_folder_is_removed_and_anything_else_kept(tmp_path):
     with lock_run(held, "run"):
         discard_unused(held)
         assert (held / LOCK).exists()
+
+
+def test_nested_holds_in_one_process_keep_the_outer_one_exclusive_until_it_is_released(tmp_path):
+    run_dir = tmp_path / "run"
+    outer = lock_run(run_dir, "run")
+    inner = lock_run(run_dir, "report")
+    inner.release()
+    inner.release()  # a second release is nothing
+    assert not can_share(run_dir / LOCK) and json.loads((run_dir / LOCK).read_text())["doing"] == "run"
+    outer.release()
+    assert can_share(run_dir / LOCK) and (run_dir / LOCK).read_text() == ""  # the owner cleared
+
+
+def test_a_merge_upgrade_nested_in_another_keeps_the_folder_exclusive_and_a_second_merge_upgrades_again(tmp_path):
+    run_dir = tmp_path / "run"
+    shard = lock_run(run_dir, "run", shard="shard-1-of-2")
+    first = lock_run(run_dir, "merge")
+    nested = lock_run(run_dir, "report")
+    nested.release()
+    assert not can_share(run_dir / LOCK)  # the merge still holds it alone
+    first.release()
+    assert can_share(run_dir / LOCK)
+    second = lock_run(run_dir, "merge")
+    assert not can_share(run_dir / LOCK)
+    second.release()
+    shard.release()
+
+
+def test_the_shard_asked_for_names_its_own_holder_not_another_shard_s(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    other = {**OWNER, "pid": 1111, "command": "topoeval run p --shard 1/2"}
+    mine = {**OWNER, "pid": 2222, "command": "topoeval run p --shard 2/2"}
+    with held_elsewhere(run_dir / "run.shard-1-of-2.lock", "exclusive", other), \
+            held_elsewhere(run_dir / "run.shard-2-of-2.lock", "exclusive", mine), \
+            held_elsewhere(run_dir / LOCK, "shared", {}):
+        with pytest.raises(FolderBusy, match=r"\(pid 2222 on box"):
+            lock_run(run_dir, "run", shard="shard-2-of-2")
+
+
+def test_a_lock_file_that_is_a_folder_is_one_line(tmp_path):
+    (tmp_path / LOCK).mkdir()
+    with pytest.raises(UserError, match=rf"^{tmp_path}: cannot be written \(Is a directory\)$"):
+        lock_run(tmp_path, "run")
+
+
+def test_a_lock_file_on_a_file_system_that_cannot_lock_is_held_by_no_one(tmp_path, monkeypatch):
+    (tmp_path / LOCK).write_text("")
+
+    def cannot(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(lock_module.fcntl, "flock", cannot)
+    assert not _is_held(tmp_path / LOCK)
