@@ -59,7 +59,8 @@ TARGETS: dict[str, list[str]] = {
     "topoeval/runner/lock.py": ["tests/runner/test_lock_edges.py", "tests/runner/test_lock.py"],
     # (tests/metrics/test_properties.py loads every shipped protocol: it needs the bfcl and agentdojo suites, which
     # this virtualenv leaves out)
-    "topoeval/metrics/dimensions.py": ["tests/metrics/test_dimensions.py", "tests/metrics/test_progress.py",
+    "topoeval/metrics/dimensions.py": ["tests/metrics/test_dimensions_record.py", "tests/metrics/test_dimensions.py",
+                                       "tests/metrics/test_progress.py",
                                        "tests/metrics/test_unanswered.py"],
     "topoeval/publish/tables.py": ["tests/publish/test_tables.py", "tests/publish/test_publish.py"],
 }
