@@ -123,6 +123,11 @@ EQUIVALENT: dict[str, str] = {
     "topoeval.runner.lock.xǁRunLockǁ__init____mutmut_1": "upgraded=True by default for a fresh hold: its release "
     "then clears and re-locks the descriptor it closes right after (the same end: no lock, an empty owner)",
     "topoeval.runner.lock.xǁRunLockǁrelease__mutmut_4": "held.exclusive = None is falsy, as False is",
+    **{f"topoeval.metrics.dimensions.{name}": "zip(strict=...): the two sequences always have the same length"
+       for name in ("x_priority__mutmut_48", "x_priority__mutmut_51", "x_priority__mutmut_52",
+                    "x_serial_violations__mutmut_20")},
+    **{f"topoeval.metrics.dimensions.x__too_early__mutmut_{n}": "another 'never' turn for an instruction that "
+       "never starts (11**9 or 10**10 for 10**9): larger than any turn either way" for n in (6, 7)},
     **{f"topoeval.runner.store.x__copy__mutmut_{n}": "the chunk size (1 or 2 MiB): the same bytes copied"
        for n in (13, 14)},
     "topoeval.runner.store.x__copy__mutmut_6": "`size >= 0`: one more read of 0 bytes, which ends the loop",

@@ -41,3 +41,19 @@ def test_a_record_without_calls_or_events_scores_nothing_done():
     assert out["coverage"] == 0.0 and out["redundant_calls"] == 0 and out["unsafe_commits"] == 0
     assert out["clarification"] == 0.0 and out["risk"] is None
     assert decision_quality(task(), {}, TOOLS)["coverage"] is None  # nothing to cover
+
+
+def test_redundant_calls_count_every_repeat_of_a_read_but_not_skipped_invalid_unknown_or_changed_ones():
+    from topoeval.metrics.dimensions import redundant_calls
+
+    def raw(turn, name, text, status="ok"):
+        return {"turn": turn, "name": name, "arguments": None, "raw_arguments": text, "status": status}
+
+    calls = [call(0, "search", {"q": "x"}, status="skipped"), call(0, "search", {"q": "x"}),
+             call(1, "search", {"q": "x"}), call(2, "search", {"q": "x"}),  # two repeats
+             call(3, "search", {"q": "z"}, status="invalid"), call(4, "search", {"q": "z"}, status="invalid"),
+             call(5, "nowhere", {"q": "x"}), call(6, "nowhere", {"q": "x"}),  # an unknown tool: not counted
+             raw(7, "search", "{not json"), raw(8, "search", "{not json"), raw(9, "search", "{other")]
+    assert redundant_calls(calls, TOOLS) == 3  # two repeats of q=x, one of the same raw arguments
+    assert redundant_calls([call(0, "search", {"q": "x"}, status="skipped"), call(1, "search", {"q": "x"}),
+                            call(2, "search", {"q": "x"})], TOOLS) == 1  # a skipped call first ends nothing
