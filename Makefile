@@ -182,7 +182,8 @@ leaderboard: $(STAMP)
 # Mutation testing (docs/development.md, "Mutation testing"): mutmut 3 (pyproject's `mutants` extra) in a virtualenv
 # of its own, over the modules whose mistakes would change published numbers or lose data, each with the tests that
 # cover it (tests/mutants.py holds the map). Not part of `make test`. MODULE=topoeval/analysis/stats.py runs one
-# module; without it, all of them, one after another (about 20 minutes here on 2 shared cores). Each prints its kill
+# module; without it, all of them, one after another (about 40 minutes here on 2 shared cores, publish/tables.py
+# 20 of them; docs/development.md has each module's time). Each prints its kill
 # rate and time; the survivors' diffs are in .venv-mutants/work/<module>/survivors.txt. Exits 1 when a module's
 # non-equivalent mutants are under 90 % killed.
 MUTANTS_VENV  := .venv-mutants
