@@ -13,10 +13,9 @@ A sweep's checkpoints are models of one run folder, so two checkpoints compare h
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from topoeval.analysis.paired import RULE, mcnemar_exact, paired_verdict, task_flips
+from topoeval.analysis.paired import RULE, compare_flips
 from topoeval.view.index import STATUSES, EpisodeIndex
 
 #: a row's status code for an episode that ended in error (not scored, as in every cell statistic)
@@ -41,14 +40,6 @@ def _outcomes(index: EpisodeIndex, cells: list[int]) -> dict[int, Outcomes]:
 
 def _rates(outcomes: Outcomes, tasks: list[str]) -> dict[str, float]:
     return {tasks[t]: sum(s for s, _ in by.values()) / len(by) for t, by in outcomes.items()}
-
-
-@lru_cache(maxsize=4096)
-def _mcnemar(low: int, high: int) -> float:
-    """McNemar's exact p of two flip counts (symmetric: called with the smaller first), worked out once per
-    pair of counts — an export asks for every cell against every other, each pair twice, and the exact
-    test of thousands of flips takes a tenth of a second."""
-    return mcnemar_exact(low, high)
 
 
 def _order(sample: int | str) -> tuple[int, int, str]:
@@ -91,10 +82,8 @@ def flips_payload(index: EpisodeIndex, cell: int) -> dict[str, Any]:
     against = []
     for other in others:
         b_out, model_b = outcomes[other], index.cells[other][0]
-        flips = task_flips(_rates(a_out, tasks), _rates(b_out, tasks))
-        up, down = len(flips.up), len(flips.down)
-        p = _mcnemar(min(up, down), max(up, down))
-        verdict = paired_verdict(up, down, p)
+        test = compare_flips(_rates(a_out, tasks), _rates(b_out, tasks))
+        flips, p, verdict = test.flips, test.p, test.verdict
         rows = {direction: [[number[t], *_pair(a_out[number[t]], b_out[number[t]], want)]
                             for t in sorted(getattr(flips, direction), key=number.__getitem__)]
                 for direction, want in (("up", (0, 1)), ("down", (1, 0)))}
