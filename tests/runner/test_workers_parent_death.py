@@ -10,34 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from tests.runner.test_workers import _alive, _children, _cmdline
 from topoeval.runner.store import read_records
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _wait_gone(pids: list[int], within_s: float) -> list[int]:
