@@ -36,6 +36,7 @@ from typing import IO, Any
 import orjson
 
 from topoeval.metrics.dimensions import DIMENSIONS
+from topoeval.runner.episode_file import open_for_reading
 from topoeval.runner.records import record_problem
 from topoeval.runner.store import RUN_JSON, episode_files
 
@@ -247,20 +248,12 @@ def unreadable(why: str) -> dict[str, Any]:
 
 
 def _open_regular(path: Path) -> IO[bytes] | None:
-    """``path`` opened for reading if it is a regular file, without following a symlink (``O_NOFOLLOW``,
-    then ``S_ISREG`` on the open file); None otherwise."""
+    """``path`` opened for reading if it is a regular file, without following a symlink
+    (:func:`topoeval.runner.episode_file.open_for_reading`, as the store reads); None otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        return open_for_reading(path)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-    except OSError:
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
 
 
 def _mapped(path: Path) -> mmap.mmap | None:
