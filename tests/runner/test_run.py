@@ -217,7 +217,7 @@ def test_unknown_model_is_one_line(tmp_path, echo_protocol, fixture_suites, topo
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "error: unknown model 'gpt-9'; known: noop, oracle, oracle-no-ask, oracle-no-priority, oracle-quit-early, "
+        "error: unknown model 'gpt-9'; known: noop, oracle, oracle-collateral, oracle-no-ask, oracle-no-priority, oracle-quit-early, "
         "oracle-reckless, oracle-redundant, oracle-serial, random (reference policies), smollm2-135m (embedded base), "
         "smollm2-135m-travel, smollm2-135m-wiki, smollm2-135m-wiki-grpo (its adapters), or "
         "provider/model, "

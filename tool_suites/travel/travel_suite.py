@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.gold import tool_results
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.state import diff_matches, state_diff
@@ -24,7 +25,7 @@ from topoeval.core.suite import (
 )
 from topoeval.policies.oracle import next_calls
 
-from . import generator, tasks
+from . import collateral, generator, tasks
 from .oracle import active_holds, plan, refused, resolve_hold
 from .rationale import booking_rationale
 from .user import READER_VERSION
@@ -230,6 +231,12 @@ class TravelSuite(Suite[TravelParams]):
     def rationale(self, task: Task, messages: list[dict[str, Any]], calls: list[dict[str, Any]]) -> str | None:
         """Before a booking call: the chosen flight, field by field (:mod:`.rationale`)."""
         return booking_rationale(task, calls)
+
+    def collateral_scope(self, task: Task) -> CollateralScope:
+        return collateral.scope(task)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        return collateral.collateral_call(task, messages)
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """Reference policies: see :mod:`.oracle` for what each variant does."""

@@ -24,7 +24,7 @@ from topoeval.analysis.stats import MetricFold, is_scored, mark_ties
 #: so are each cell's ``never_calls_tools`` and its diagnostics' ``no_tool_call_share``/``no_tool_call_episodes``.)
 SCHEMA_VERSION = 6
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
-BINARY_METRICS = ("success",)
+BINARY_METRICS = ("success", "collateral", "collateral_irreversible")
 
 
 class OutOfOrder(ValueError):

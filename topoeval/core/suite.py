@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from topoeval.core.collateral import CollateralScope, entities_at_depth
 from topoeval.core.messages import AssistantMessage
 
 SPLITS = ("train", "dev", "test", "fewshot")
@@ -363,6 +364,25 @@ class Suite(ABC, Generic[ParamsT]):
         reading of questions, say), or None. Part of the identity of every run over the suite: a run folder
         made under another version is not resumed, so no run mixes episodes of two versions. Bump it with
         any change there. Default None (nothing beyond the task data, and run ids stay as they were)."""
+        return None
+
+    def collateral_scope(self, task: Task) -> CollateralScope | None:
+        """What ``task`` may change (:class:`topoeval.core.collateral.CollateralScope`), or None where
+        collateral damage is not defined (the default: a stateless world, or one whose state cannot be
+        read). Called once per episode record; cache what is costly."""
+        return None
+
+    def collateral_entities(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        """The entities of a snapshot, name -> value (default: the paths two levels deep). A suite whose
+        snapshot nests its entities deeper (``db.<table>.<id>``) or flatter says so here."""
+        return entities_at_depth(snapshot, 2)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        """The next call of ``oracle-collateral``'s damage — an irreversible write on an entity outside
+        ``task``'s scope (another customer's line, another reservation) — given the episode's messages
+        so far, or None once it is made (or where the suite has no such entity: the policy then plays
+        the oracle). Most suites need one call; one that must hold before it pays returns each in turn.
+        """
         return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from topoeval.core.suite import Suite, Task, World
+from topoeval.metrics.collateral import CollateralReport, collateral_scores
 from topoeval.metrics.dimensions import decision_quality
 from topoeval.metrics.progress import progress
 from topoeval.metrics.reasons import reasons
@@ -27,6 +28,9 @@ def score_episode(suite: Suite, task: Task, record: dict[str, Any], world: World
     # one line per dimension that applies: why it scored what it did (never changes a score)
     scores["reasons"] = reasons(task, metric_calls, metric_events, tools, scores, scores,
                                 progress(task, metric_calls, metric_events, tools))
+    # beside the suite's verdict, never folded into it (:mod:`topoeval.metrics.collateral`)
+    if record.get("collateral") is not None:
+        scores.update(collateral_scores(CollateralReport.model_validate(record["collateral"])))
     calls = record.get("calls", [])
     usage = record.get("usage") or {}
     scores["tool_calls"] = sum(1 for c in calls if c["status"] != "skipped")

@@ -61,6 +61,29 @@ class QuitEarlyPolicy(Policy):
         return cut or final("")
 
 
+class CollateralPolicy(Policy):
+    """The oracle, plus one write on an entity outside the task's scope once the plan is done
+    (another customer's line, another reservation, another user's email: the suite's
+    :meth:`~topoeval.core.suite.Suite.collateral_call`). It keeps a benchmark's own verdict wherever that
+    verdict looks only at what the task asked for; topoeval's ``collateral`` must flag every episode.
+    On a suite without such an entity it is the oracle."""
+
+    name = "oracle-collateral"
+    concurrency = 64
+
+    async def act(self, messages, tools, sampling, ctx: EpisodeContext) -> AssistantMessage:
+        messages = episode_messages(messages, ctx.task.prompt)
+        step = ctx.suite.oracle(ctx.task, messages, "oracle")
+        given = sum(1 for m in messages if m.get("role") == "user") - 1
+        if step.tool_calls or given < len(ctx.task.instructions):
+            return step
+        call = ctx.suite.collateral_call(ctx.task, messages)
+        if call is None:
+            return step
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        return AssistantMessage(tool_calls=[ToolCall.make(f"collateral_{turn}", *call)])
+
+
 class NoopPolicy(Policy):
     """Answers at once with nothing: every task must fail for it."""
 

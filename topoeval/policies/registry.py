@@ -29,6 +29,7 @@ from topoeval.policies.oracle import VARIANTS
 from topoeval.policies.reference import (
     PLANTED,
     PLANTED_PREFIX,
+    CollateralPolicy,
     NoopPolicy,
     OraclePolicy,
     PlantedPolicy,
@@ -43,6 +44,7 @@ from topoeval.policies.reference import (
 REFERENCE: dict[str, Callable[[], Policy]] = {
     **{v: functools.partial(OraclePolicy, v) for v in VARIANTS},
     "oracle-quit-early": QuitEarlyPolicy,
+    "oracle-collateral": CollateralPolicy,
     "noop": NoopPolicy,
     "random": RandomPolicy,
 }

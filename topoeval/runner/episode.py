@@ -20,6 +20,7 @@ from topoeval.core.secrets import mask_secrets
 from topoeval.core.state import state_diff
 from topoeval.core.suite import Suite, Task, World, WorldError
 from topoeval.core.users import active_user
+from topoeval.metrics.collateral import changed_entities, classify
 from topoeval.metrics.scoring import score_episode
 from topoeval.protocol.schema import Limits
 from topoeval.runner.tool_exec import CallRecord, execute_call, observation_text
@@ -69,9 +70,14 @@ class EpisodeState:
         self.turns = 0
         self.world: World | None = None
         self.state_before: dict[str, Any] = {}
+        #: collateral bookkeeping: entity -> the calls after which it changed, and the irreversible calls
+        self.touched: dict[str, list[int]] = {}
+        self.irreversible_calls: set[int] = set()
+        self._entities: dict[str, Any] = {}
         try:
             self.world = suite.make_world(task)
             self.state_before = self.world.snapshot()
+            self._entities = suite.collateral_entities(self.state_before)
         except WorldError as exc:
             self.close()
             self.world = None
@@ -153,6 +159,8 @@ class EpisodeState:
                 for event in self.world.events[n_events:]:
                     event.update(call=len(self.calls), turn=turn)
             self.calls.append(rec)
+            if rec.status not in ("skipped", "invalid"):
+                self._track_entities(len(self.calls) - 1, call.name)
             msg = {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": observation_text(rec)}
             self.messages.append(msg)
             out.append(msg)
@@ -162,6 +170,33 @@ class EpisodeState:
         if cap is not None and self.instruction_turns >= cap and self.status == "limit:max_turns":
             self.status = "limit:max_turns_per_instruction"
         return out
+
+    def _track_entities(self, index: int, name: str) -> None:
+        """After a call that may write (any tool not marked read), note which entities it changed."""
+        spec = self.tool_specs.get(name)
+        if self.world is None or (spec is not None and spec.effect.value == "read"):
+            return
+        try:
+            now = self.suite.collateral_entities(self.world.snapshot())
+        except WorldError:  # a backend that cannot be read now: the end state still decides
+            return
+        for entity in changed_entities(self._entities, now):
+            self.touched.setdefault(entity, []).append(index)
+        if spec is not None and spec.effect.value == "irreversible":
+            self.irreversible_calls.add(index)
+        self._entities = now
+
+    def collateral(self, after: dict[str, Any]) -> dict[str, Any] | None:
+        """The episode's collateral reading (:mod:`topoeval.metrics.collateral`), None where the suite
+        defines no scope for the task."""
+        scope = self.suite.collateral_scope(self.task)
+        if scope is None:
+            return None
+        entities = self.suite.collateral_entities
+        gold = entities(scope.gold_state) if scope.gold_state is not None else None
+        report = classify(entities(self.state_before), entities(after), gold, scope, self.touched,
+                          self.irreversible_calls)
+        return report.model_dump(mode="json")
 
     def fail(self, error: str) -> None:
         """End the episode on a policy or world failure (recorded, never raised)."""
@@ -175,6 +210,7 @@ class EpisodeState:
 
     def record(self, **labels: Any) -> dict[str, Any]:
         """The scored episode record."""
+        after = self.world.snapshot() if self.world is not None else None
         record: dict[str, Any] = {
             **labels,
             "task_id": self.task.id,
@@ -188,7 +224,8 @@ class EpisodeState:
             "n_demo_messages": self.n_demo_messages,
             "calls": [c.model_dump(mode="json") for c in self.calls],
             "events": list(getattr(self.world, "events", [])),
-            "state_diff": state_diff(self.state_before, self.world.snapshot()) if self.world is not None else {},
+            "state_diff": state_diff(self.state_before, after) if after is not None else {},
+            "collateral": self.collateral(after) if after is not None else None,
             "usage": self.usage,
             "cost": self.cost,
             "policy_s": round(self.policy_s, 6),
@@ -262,7 +299,7 @@ def fallback_record(labels: dict[str, Any], task: Task, exc: BaseException,
     not serialise): status ``error``, no scores, the reason in ``errors``; it runs again on resume."""
     return {**labels, "task_id": task.id, "family": task.family, "status": "error", "final_answer": None,
             "expected_answer": task.answer, "turns": 0, "messages": [], "calls": [], "events": [], "state_diff": {},
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "cost": None, "scores": {},
+            "collateral": None, "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "cost": None, "scores": {},
             "errors": [*(errors or []), f"record: {type(exc).__name__}: {_short(exc)}"]}
 
 

@@ -125,6 +125,9 @@ class BatchSuite(SuiteView):
                 calls.extend(group)
         return reply.model_copy(update={"tool_calls": calls})
 
+    def collateral_call(self, task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        return self.inner.collateral_call(task, _split_batches(messages, self.batch_of))
+
 
 class _BatchWorld(World):
     def __init__(self, inner: World, batch_of: dict[str, str]):

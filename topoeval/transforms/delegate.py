@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.messages import AssistantMessage
 from topoeval.core.suite import Split, Suite, SuiteManifest, Task, ToolSpec, TopologyDescriptor, World
 
@@ -79,3 +80,12 @@ class DelegatingSuite(Suite[Any]):
 
     def behaviour_version(self) -> str | None:
         return self.inner.behaviour_version()
+
+    def collateral_scope(self, task: Task) -> CollateralScope | None:
+        return self.inner.collateral_scope(task)
+
+    def collateral_entities(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        return self.inner.collateral_entities(snapshot)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        return self.inner.collateral_call(task, messages)

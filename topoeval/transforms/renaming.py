@@ -9,6 +9,7 @@ import json
 import random
 from typing import Any
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.messages import AssistantMessage, ToolCall
 from topoeval.core.suite import Effect, GoldCall, Suite, Task, ToolSpec, World
 
@@ -148,6 +149,14 @@ class TransformedSuite(DelegatingSuite):
             name, args = self.outer_call(c.name, json.loads(c.arguments))
             calls.append(ToolCall.make(c.id, name, args))
         return reply.model_copy(update={"tool_calls": calls})
+
+
+    def collateral_scope(self, task: Task) -> CollateralScope | None:
+        return self.inner.collateral_scope(self._map_task(task, to_outer=False))
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        call = self.inner.collateral_call(self._map_task(task, to_outer=False), self._map_messages(messages))
+        return None if call is None else self.outer_call(*call)
 
 
 class _TransformedWorld(World):
