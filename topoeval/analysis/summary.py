@@ -21,10 +21,17 @@ from topoeval.analysis.stats import MetricFold, is_scored, mark_ties
 #: 6: a ``matrix`` section (a transfer-matrix protocol's run; null otherwise, and ``collapse`` is then []);
 #: transfer ratios and few-shot recoveries are null when their denominator ties with 0 (the tie rule).
 #: (Still 6: the matrix section's ``paired``, each trained model against its base task by task, is an added key;
-#: so are each cell's ``never_calls_tools`` and its diagnostics' ``no_tool_call_share``/``no_tool_call_episodes``.)
+#: so are each cell's ``never_calls_tools`` and its diagnostics' ``no_tool_call_share``/``no_tool_call_episodes``;
+#: and each cell's ``collateral_episodes`` and ``nulls``: why its collateral metrics are null, where they are.)
 SCHEMA_VERSION = 6
 #: Metrics that are 0/1 per episode: their cells also get pass@k and pass^k.
 BINARY_METRICS = ("success", "collateral", "collateral_irreversible")
+#: The per-episode collateral scores (:mod:`topoeval.metrics.collateral`), reported beside success, never in it.
+COLLATERAL_METRICS = ("collateral", "collateral_irreversible", "collateral_entities")
+#: Why a cell's collateral metrics are null: no scored episode of it has a collateral reading.
+NO_COLLATERAL_SCOPE = ("not measured: the suite defines no collateral scope for these tasks (which entities a task "
+                       "may change), so damage outside the task is unknown, not 0")
+NO_SCORED_EPISODE = "no scored episode (all in error, or none run)"
 
 
 class OutOfOrder(ValueError):
@@ -112,6 +119,12 @@ class CellFold:
             "metrics": {name: self.metrics[name].stats(name in BINARY_METRICS) for name in sorted(self.metrics)},
             "diagnostics": self.diagnostics.result(),
         }
+        #: collateral is defined per episode (where the suite gives the task a scope): its metrics' n count only
+        #: those; a cell where no episode defines it has no collateral metric, and ``nulls`` says why
+        defined = self.metrics.get("collateral")
+        cell["collateral_episodes"] = defined.all.n if defined is not None else 0
+        why = NO_SCORED_EPISODE if n_errors == self.n else NO_COLLATERAL_SCOPE
+        cell["nulls"] = {} if defined is not None else {f"metrics.{m}": why for m in COLLATERAL_METRICS}
         #: most episodes made no valid tool call (analysis.diagnostics.never_calls_tools): the scores measure the
         #: call format, the chat template or the token limit, not the topology
         cell["never_calls_tools"] = never_calls_tools(cell)
