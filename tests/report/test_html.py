@@ -61,8 +61,11 @@ def test_headline_comes_first_and_marks_the_incomplete_model(run_dir):
     headline = page[page.index('<section id="headline">'):page.index("</section>")]
     assert page.index('<section id="headline">') < page.index("<h2>Success, ID vs OOD</h2>")
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td class=\"num\">(.*?)</td><td class=\"num\">(.*?)</td>"
-                      r"<td>(.*?)</td></tr>", headline)
-    by_model = {r[0].split(" <span")[0]: r for r in rows}
+                      r"<td class=\"num collateral\">(.*?)</td><td>(.*?)</td></tr>", headline)
+    by_model = {r[0].split(" <span")[0]: r[:4] + r[5:] for r in rows}
+    # travel defines collateral damage, wiki does not: the column beside success says so rather than 0
+    collateral = {r[0].split(" <span")[0]: r[4] for r in rows}
+    assert collateral["oracle"] == f"wiki: — (no scope)<br>travel: 0.00 [0.00, 0.00] (n={TASKS})"
     assert set(by_model) == {"oracle", "random", "flaky"} and all(r[1] == "0-shot" for r in rows)
     # the oracle: 1.00 with its CI on both sides, nothing lost
     assert by_model["oracle"][2] == "1.00 [1.00, 1.00]" and by_model["oracle"][3] == "travel: 1.00 [1.00, 1.00]"

@@ -24,7 +24,15 @@ def _success(cell: dict[str, Any] | None) -> dict[str, Any]:
 def _point(cell: dict[str, Any] | None) -> dict[str, Any]:
     stat = _success(cell)
     return {"topology": (cell or {}).get("topology"), "mean": stat.get("mean"), "ci95": stat.get("ci95"),
-            "n_errors": (cell or {}).get("n_errors") or 0}
+            "n_errors": (cell or {}).get("n_errors") or 0, "collateral": _collateral(cell)}
+
+
+def _collateral(cell: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The cell's collateral damage (mean, ci95, n episodes), beside its success; None where it is not defined."""
+    stat = ((cell or {}).get("metrics") or {}).get("collateral") or {}
+    if stat.get("mean") is None:
+        return None
+    return {"mean": stat["mean"], "ci95": stat.get("ci95"), "n": (cell or {}).get("collateral_episodes") or stat["n"]}
 
 
 def _shape(id_cells: list[dict[str, Any]], ood: dict[str, Any], collapse: dict[str, Any] | None) -> str:
@@ -43,7 +51,8 @@ def _shape(id_cells: list[dict[str, Any]], ood: dict[str, Any], collapse: dict[s
 
 def build_headline(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows: model, baseline, id (mean, ci95 of the ID topology, or the mean over several), ood
-    (one point per OOD topology), shape, n_errors (episodes left out, over the row's cells)."""
+    (one point per OOD topology), shape, n_errors (episodes left out, over the row's cells). Each point of one
+    cell also has ``collateral`` (:func:`_collateral`: its collateral damage, or None where undefined)."""
     cells = summary.get("cells") or []
     collapse = {(e["model"], e["baseline"]): e for e in summary.get("collapse") or []}
     ladders = {(e["model"], e["baseline"]): e for e in summary.get("ladder") or []}

@@ -92,6 +92,14 @@ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padd
     view.appendChild(el("h3", null, ep.task_id + " (sample " + ep.sample + ") — " + ep.status));
     ep.errors.forEach(function (e) {{ view.appendChild(el("pre", "bad", e)); }});
     view.appendChild(el("pre", null, "scores: " + JSON.stringify(ep.scores)));
+    if (ep.collateral && ep.collateral.length) {{  // damage outside the task's scope, beside success
+      var dmg = el("div", "bad", "collateral damage (" + ep.collateral.length + " entities outside the task's scope):");
+      ep.collateral.forEach(function (d) {{
+        dmg.appendChild(el("pre", "collateral", d.entity + " — " + (d.reversible ? "reversible" : "IRREVERSIBLE")
+          + ", written by call(s) " + d.calls.map(function (i) {{ return "#" + i + " " + ((ep.calls[i] || {{}}).name || "?"); }}).join(", ")
+          + ": " + d.before + " → " + d.after)); }});
+      view.appendChild(dmg);
+    }} else if (ep.collateral) view.appendChild(el("pre", "ok", "collateral damage: none outside the task's scope"));
     if (ep.status !== "error" && ep.scores.success !== 1 && ep.expected_answer != null)
       view.appendChild(el("pre", "bad", "final answer: " + (ep.final_answer ? ep.final_answer : "(none)")
         + "\\nexpected: " + ep.expected_answer));
@@ -189,22 +197,36 @@ def render_headline(summary: dict[str, Any]) -> str:
     rows = build_headline(summary)
     if not rows:
         return ""
+    # collateral damage beside success, where any cell defines it (never folded into success)
+    damage = any(p.get("collateral") for r in rows for p in [r["id"], *r["ood"]])
     out = ['<section id="headline"><h2>Headline</h2>',
            "<p>Per model: success on the trained topology (ID) against each OOD topology, mean [bootstrap 95 % CI "
-           "over tasks], and the shape of the collapse.</p>",
+           "over tasks], and the shape of the collapse."
+           + (" Collateral: share of episodes that changed an entity outside the task's scope (n episodes), beside "
+              "success and never in it; — (no scope) where the suite does not define one." if damage else "")
+           + "</p>",
            '<div class="scroll"><table><tr><th>model</th><th>baseline</th><th>ID success</th><th>OOD success</th>'
-           "<th>shape</th></tr>"]
+           + ("<th>collateral</th>" if damage else "") + "<th>shape</th></tr>"]
     for r in rows:
         ood = "<br>".join(f"{html.escape(o['topology'])}: {html.escape(_ci(o))}" for o in r["ood"]) or "—"
         mark = f' <span class="warn">(incomplete: {r["n_errors"]} err)</span>' if r["n_errors"] else ""
         out.append(f"<tr><td>{html.escape(r['model'])}{mark}</td><td>{html.escape(r['baseline'])}</td>"
                    f"<td class=\"num\">{html.escape(_ci(r['id']))}</td><td class=\"num\">{ood}</td>"
-                   f"<td>{html.escape(r['shape'])}</td></tr>")
+                   + (f'<td class="num collateral">{_collateral_cell(r)}</td>' if damage else "")
+                   + f"<td>{html.escape(r['shape'])}</td></tr>")
     out.append("</table></div>")
     if any(r["n_errors"] for r in rows):
         out.append(f'<p class="warn">{html.escape(INCOMPLETE_NOTE)}</p>')
     out.append("</section>")
     return "\n".join(out)
+
+
+def _collateral_cell(row: dict[str, Any]) -> str:
+    """A headline row's collateral damage per topology (ID, then OOD), escaped."""
+    points = ([row["id"]] if "collateral" in row["id"] else []) + row["ood"]  # a mean over ID cells has none
+    return "<br>".join(f"{html.escape(str(p['topology']))}: "
+                       + (html.escape(f"{mean_ci(p['collateral'])} (n={p['collateral']['n']})") if p.get("collateral")
+                          else "— (no scope)") for p in points) or "—"
 
 
 def task_order(task_id: str) -> tuple:
@@ -228,10 +250,25 @@ def _episode_view(rec: dict[str, Any]) -> dict[str, Any]:
         "final_answer": clip(rec.get("final_answer")),
         # the suite's gold answer, where the record carries one (a failed episode shows it beside the model's)
         "expected_answer": clip(rec.get("expected_answer")),
-        "calls": [{"id": c["id"], "status": c["status"], "error": c["error"]} for c in rec["calls"]],
+        "calls": [{"id": c["id"], "status": c["status"], "error": c["error"], "name": c.get("name")}
+                  for c in rec["calls"]],
         "events": rec.get("events", []),
         "scores": {k: v for k, v in (rec.get("scores") or {}).items() if v is not None},
+        # the entities it changed outside the task's scope (metrics/collateral.py), where the suite defines one
+        "collateral": _damage(rec.get("collateral")),
     }
+
+
+def _damage(reading: Any) -> list[dict[str, Any]] | None:
+    """The collateral entities of an episode's collateral reading (name, reversible, the calls that wrote them,
+    before and after, clipped), None where it has none (not defined, or a run from before it was recorded)."""
+    if not isinstance(reading, dict) or not isinstance(reading.get("entities"), list):
+        return None
+    return [{"entity": str(e.get("entity"))[:MAX_TEXT], "reversible": e.get("reversible") is not False,
+             "calls": [c for c in e.get("calls") or [] if isinstance(c, int)],
+             "before": json.dumps(e.get("before"), default=str)[:MAX_TEXT],
+             "after": json.dumps(e.get("after"), default=str)[:MAX_TEXT]}
+            for e in reading["entities"] if isinstance(e, dict) and e.get("kind") == "collateral"]
 
 
 def unanswered_html(cells: list[dict[str, Any]]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from topoeval.analysis.collapse import QUALITY
 from topoeval.analysis.diagnostics import no_tool_call_notice
 from topoeval.core.files import write_atomic
+from topoeval.report.collateral import COLLATERAL_ROWS, collateral_defined, collateral_md
 from topoeval.report.matrix import matrix_md
 from topoeval.report.tables import COLLAPSE_COLUMNS, INCOMPLETE_NOTE, collapse_rows, error_mark, topologies_by_role
 
@@ -45,7 +46,7 @@ def render_report_md(summary: dict[str, Any]) -> str:
     lines += [f"Protocol sha256 `{summary.get('protocol_sha256', '')[:16]}`, task set sha256 "
               f"`{summary.get('task_set_sha256', '')[:16]}`. Success: mean ± std across samples [bootstrap 95 % CI "
               "over tasks]; `=` marks a tie (difference < 2 × the larger std).", ""]
-    lines += matrix_md(summary.get("matrix"))  # a transfer matrix comes first
+    lines += matrix_md(summary.get("matrix"), cells)  # a transfer matrix comes first
     heading = "## Success, ID vs OOD" if not summary.get("matrix") else "## Success per topology"
     lines += [heading, "", _row(["model", "baseline", *(f"{t} ({r})" for t, r in topos)]),
               _row(["---"] * (2 + len(topos)))]
@@ -58,11 +59,12 @@ def render_report_md(summary: dict[str, Any]) -> str:
     notice = no_tool_call_notice(cells)
     if notice:
         lines += ["", f"{NO_TOOL_CALLS_MARK} {notice}"]
+    lines += collateral_md(by_key, topos)
     lines += ["", "## Decision quality (mean over the tasks where it applies, n)", "",
               _row(["model", "baseline", "metric", *(f"{t} ({r})" for t, r in topos)]),
               _row(["---"] * (3 + len(topos)))]
     for (model, baseline), per in by_key.items():
-        for metric in ("success", *QUALITY):
+        for metric in ("success", *(COLLATERAL_ROWS if collateral_defined(cells) else ()), *QUALITY):
             vals = []
             for t, _ in topos:
                 stat = per.get(t, {}).get("metrics", {}).get(metric)

@@ -13,6 +13,7 @@ from typing import Any
 from topoeval.analysis.matrix import NOT_SEPARABLE
 from topoeval.core.files import write_with
 from topoeval.report.axis_effects import axis_effects_md, descriptors_md, print_axis_effects, print_descriptor_fit
+from topoeval.report.collateral import matrix_collateral_md
 from topoeval.report.tables import mean_ci
 
 
@@ -29,8 +30,9 @@ def _row(values: list[str]) -> str:
     return "| " + " | ".join(values) + " |"
 
 
-def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
-    """report.md's ``## Transfer matrix`` section (success, dq, transfer ratios, axis attribution); [] when none."""
+def matrix_md(matrix: dict[str, Any] | None, cells: list[dict[str, Any]] | None = None) -> list[str]:
+    """report.md's ``## Transfer matrix`` section (success, dq, with the run's ``cells`` collateral damage beside
+    them where any cell defines it, transfer ratios, axis attribution); [] when none."""
     if not matrix or not matrix.get("rows"):
         return []
     topos = matrix["topologies"]
@@ -44,6 +46,7 @@ def matrix_md(matrix: dict[str, Any] | None) -> list[str]:
             vals = [_cell(r["cells"][t][metric]) + (" *" if t == r["train_topology"] else "") for t in topos]
             out.append(_row([r["model"], r["baseline"], r["train_topology"] or "—", *vals]))
         out.append("")
+    out += matrix_collateral_md(matrix, cells or [])
     trained = [r for r in matrix["rows"] if r["train_topology"]]
     if trained:
         out += ["### Transfer ratio (success on the topology / success on the model's own)", "",

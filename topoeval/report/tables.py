@@ -146,15 +146,18 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
     by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for c in cells:
         by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c
+    metrics = QUALITY_ROWS
+    if any((c["metrics"].get("collateral") or {}).get("mean") is not None for c in cells):  # beside success
+        metrics = (QUALITY_ROWS[0], "collateral", "collateral_irreversible", *QUALITY_ROWS[1:])
     for (model, baseline), per_topo in by_key.items():
-        for i, metric in enumerate(QUALITY_ROWS):
+        for i, metric in enumerate(metrics):
             values = []
             for t in topologies:
                 stat = per_topo.get(t, {}).get("metrics", {}).get(metric)
                 text = "—" if not stat or stat.get("mean") is None else f"{stat['mean']:.2f} (n={stat['n']})"
                 values.append(text + (error_mark(per_topo[t]) if i == 0 and t in per_topo else ""))
             table.add_row(model if i == 0 else "", baseline if i == 0 else "", metric, *values,
-                          end_section=i == len(QUALITY_ROWS) - 1)
+                          end_section=i == len(metrics) - 1)
     if any(c.get("n_errors") for c in cells):
         table.caption = INCOMPLETE_NOTE
     console.print(table)
