@@ -395,7 +395,9 @@
       } else o.appendChild(el("span", "muted", "No other model ran this task in this cell's baseline."));
       col.appendChild(o);
     }
-    add(col, scoresPanel(run, rec), others === undefined ? null : drawn(function () { return conversation(run, rec); }));
+    add(col, scoresPanel(run, rec), drawn(function () {  // what it changed, in the task's scope and out (statediff.js)
+      return window.topoevalStateDiff({ el: el, add: add, pill: pill }, rec);
+    }), others === undefined ? null : drawn(function () { return conversation(run, rec); }));
     return col;
   }
   function showEpisode(run, n, vs, from) {

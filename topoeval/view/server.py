@@ -1,8 +1,8 @@
 """The viewer served on 127.0.0.1 by the standard library's ``http.server``, in a thread, private to
 whoever started it.
 
-Paths: ``/`` the page (``index.html``, ``app.js``, ``flips.js``, ``style.css``: package data beside
-this module), ``/data/runs.json``, ``/data/<run>.json``, ``/data/<run>/<chunk>.json``,
+Paths: ``/`` the page (``index.html``, ``app.js``, ``flips.js``, ``statediff.js``, ``style.css``: package data
+beside this module), ``/data/runs.json``, ``/data/<run>.json``, ``/data/<run>/<chunk>.json``,
 ``/data/<run>/all.json``, ``/data/<run>/flips/<cell>.json`` (see :mod:`topoeval.view.data`) and
 ``/files/<run>/<picture>.png``, a PNG the run folder holds as a regular file.
 Nothing else of the disk is reachable: a run is named by its id, a picture by a name the run's
@@ -12,12 +12,12 @@ Who may read (like Jupyter's token): each launch draws a random token (:attr:`Vi
 URL it prints and opens (``http://127.0.0.1:PORT/?token=...``). The page requested with that token
 gets the page and a cookie (HttpOnly, SameSite=Strict, Path=/, named after the port); every data and
 file request, and the page itself, needs the token (that cookie, or the ``X-Topoeval-Token`` header the
-page sends; compared in constant time), else 403. Only ``app.js``, ``flips.js`` and ``style.css`` are public. Every
-request needs ``Host: 127.0.0.1:PORT`` or ``localhost:PORT`` (DNS rebinding), and one with an
-``Origin`` other than the viewer's own, or ``Sec-Fetch-Site: cross-site``/``same-site`` (a page of
-another local port), gets 403. The data are JSON (``application/json``, ``nosniff``), which a page of
-another origin cannot include as a script; the page (served with a Content-Security-Policy that
-allows only its own scripts) fetches them.
+page sends; compared in constant time), else 403. Only ``app.js``, ``flips.js``, ``statediff.js`` and
+``style.css`` are public. Every request needs ``Host: 127.0.0.1:PORT`` or ``localhost:PORT`` (DNS
+rebinding), and one with an ``Origin`` other than the viewer's own, or ``Sec-Fetch-Site:
+cross-site``/``same-site`` (a page of another local port), gets 403. The data are JSON
+(``application/json``, ``nosniff``), which a page of another origin cannot include as a script; the page
+(served with a Content-Security-Policy that allows only its own scripts) fetches them.
 
 A big run opens at once: ``/data/<run>.json`` holds its first :data:`~topoeval.view.data.FIRST`
 episodes (``"complete": false`` when there are more), and the page then asks ``/data/<run>/all.json``
@@ -40,9 +40,10 @@ from urllib.parse import parse_qs, urlsplit
 from topoeval.view.data import FIRST, Catalogue, as_json
 
 STATIC = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "flips.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+          "flips.js": "text/javascript; charset=utf-8", "statediff.js": "text/javascript; charset=utf-8",
+          "style.css": "text/css; charset=utf-8"}
 #: the page's files anyone may fetch (they hold no data)
-PUBLIC = ("app.js", "flips.js", "style.css")
+PUBLIC = ("app.js", "flips.js", "statediff.js", "style.css")
 #: the header the page sends the token in
 TOKEN_HEADER = "X-Topoeval-Token"
 JSON = "application/json; charset=utf-8"
