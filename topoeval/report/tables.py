@@ -146,7 +146,7 @@ def print_quality_table(summary: dict[str, Any], console) -> None:
     by_key: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for c in cells:
         by_key.setdefault((c["model"], c["baseline"]), {})[c["topology"]] = c
-    metrics = QUALITY_ROWS
+    metrics: tuple[str, ...] = QUALITY_ROWS
     if any((c["metrics"].get("collateral") or {}).get("mean") is not None for c in cells):  # beside success
         metrics = (QUALITY_ROWS[0], "collateral", "collateral_irreversible", *QUALITY_ROWS[1:])
     for (model, baseline), per_topo in by_key.items():
