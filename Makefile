@@ -27,7 +27,7 @@ comma    := ,
 # Reinstall whenever pyproject.toml changes.
 STAMP    := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: eval test test-adapters install bench bench-local leaderboard clean train
+.PHONY: eval test test-adapters install bench bench-local leaderboard leaderboard-tau2 clean train
 
 install: $(STAMP)
 
@@ -173,11 +173,17 @@ bench-local: $(STAMP)
 # transfer-over-training sweeps where their training checkpoints are on this machine (make train
 # METHOD=grpo leaves the GRPO run's; `topoeval train wiki_to_travel --tasks 200 --epochs 1
 # --keep-checkpoints` the SFT run's); a sweep without them is skipped and its published results kept.
-# `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept).
+# `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept);
+# `--only PART` (reference, collapse, embedded, ladders, matrix, axis_matrix, tau2; repeatable) reruns only
+# what a change moves, its rows replacing the committed ones and every other committed row kept.
 # The model runs took about 3 hours on 2 cores, 2 h 20 min of it the transfer matrix; the GRPO adapter
-# and both sweeps about 18 minutes more; re-running resumes.
+# and both sweeps about 18 minutes more; re-running resumes. τ²'s part runs in .venv-tau2 (its extra's
+# virtualenv): make leaderboard-tau2 (the main leaderboard skips it in one line and keeps its rows).
 leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
+
+leaderboard-tau2: $(TAU2_STAMP)
+	$(TAU2_VENV)/bin/python -m topoeval.publish.leaderboard --only tau2
 
 # Mutation testing (docs/development.md, "Mutation testing"): mutmut 3 (pyproject's `mutants` extra) in a virtualenv
 # of its own, over the modules whose mistakes would change published numbers or lose data, each with the tests that

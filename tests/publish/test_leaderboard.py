@@ -159,3 +159,77 @@ def test_the_matrix_runs_the_base_and_every_adapter_here_greedy_and_sampled_on_w
         assert ([x.prompt for x in theirs.tasks("test", collapse.tasks.test.seed, 12)]
                 == [x.prompt for x in mine[t.name].tasks("test", protocol.tasks.test.seed, 12)])
         assert theirs.system_prompt() == mine[t.name].system_prompt()
+
+
+def test_only_a_part_replaces_its_rows_and_keeps_every_other_committed_row(tmp_path, monkeypatch, capsys):
+    """`--only PART` reruns what a change moves: the part's rows replace the committed ones (a row of an older
+    task set of the same protocol and model included), every other committed row stays, and so do the sweeps."""
+    from topoeval.core.parquet import read_rows, write_rows
+    from topoeval.publish.hub import RESULTS_FILE
+    from topoeval.publish.leaderboard import PlannedRun
+    from topoeval.publish.schema import RESULT_COLUMNS, features
+
+    small = PlannedRun("wiki_hops", ("noop", "oracle"), "reference", {"tasks": 2})
+    monkeypatch.setattr(leaderboard, "plan", lambda: [small, PlannedRun("wiki_to_travel", ("oracle",), "collapse", {})])
+    sweeps = tmp_path / "hub" / "sweeps" / "sweep-x" / "report.md"
+    sweeps.parent.mkdir(parents=True)
+    sweeps.write_text("# Transfer over training\n\nthe sweep's table\n")
+    leaderboard.main(tmp_path, only=("reference",))
+    rows = read_rows(tmp_path / "hub" / RESULTS_FILE)
+    assert {(r["protocol"], r["model"]) for r in rows} == {("wiki_hops", "noop"), ("wiki_hops", "oracle")}
+    assert not (tmp_path / "leaderboard" / "wiki_to_travel").exists()  # the other part did not run
+    other = [{**r, "protocol": "travel_to_wiki"} for r in rows]
+    stale = [{**r, "task_set_sha256": "0" * 64} for r in rows if r["model"] == "oracle"]
+    write_rows(rows + other + stale, tmp_path / "hub" / RESULTS_FILE, features(RESULT_COLUMNS))
+    leaderboard.main(tmp_path, only=("reference",))
+    after = read_rows(tmp_path / "hub" / RESULTS_FILE)
+    assert sorted(map(str, after)) != sorted(map(str, rows + other + stale))
+    assert [r for r in after if r["protocol"] == "travel_to_wiki"] == other  # kept as committed
+    assert not any(r["task_set_sha256"] == "0" * 64 for r in after)  # the stale task set is gone
+    assert len([r for r in after if r["protocol"] == "wiki_hops"]) == len(rows)
+    card = (tmp_path / "hub" / "README.md").read_text()
+    assert "\n## travel_to_wiki\n" in card and "\n## wiki_hops\n" in card and "the sweep's table" in card
+    assert sweeps.is_file()
+
+
+def test_an_unknown_part_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(leaderboard, "plan", lambda: pytest.fail("nothing may be planned"))
+    with pytest.raises(SystemExit) as stop:
+        leaderboard.main(tmp_path, only=("referenec",))
+    assert "unknown leaderboard part(s) referenec" in str(stop.value) and "reference" in str(stop.value)
+    with pytest.raises(SystemExit):
+        leaderboard.cli(["--only", "nope"])
+    assert not (tmp_path / "leaderboard").exists()
+
+
+def test_the_tau2_part_is_skipped_in_one_line_where_its_extra_is_missing_and_its_rows_are_kept(
+        tmp_path, monkeypatch, capsys):
+    from topoeval.core.parquet import read_rows, write_rows
+    from topoeval.publish.hub import RESULTS_FILE
+    from topoeval.publish.leaderboard import TAU2, PlannedRun
+    from topoeval.publish.schema import RESULT_COLUMNS, features
+
+    small = PlannedRun("wiki_hops", ("oracle",), "reference", {"tasks": 2})
+    tau2 = PlannedRun(TAU2, ("oracle",), "reference", {"tasks": 2})
+    monkeypatch.setattr(leaderboard, "plan", lambda: [small, tau2])
+    monkeypatch.setattr(leaderboard, "missing_extra", lambda item: "no tau2 here" if item.protocol == TAU2 else None)
+    leaderboard.main(tmp_path, only=("reference",))
+    rows = read_rows(tmp_path / "hub" / RESULTS_FILE)
+    committed = [{**r, "protocol": TAU2} for r in rows]
+    write_rows(rows + committed, tmp_path / "hub" / RESULTS_FILE, features(RESULT_COLUMNS))
+    leaderboard.main(tmp_path)  # the whole leaderboard: τ²'s committed rows survive its skip
+    out = capsys.readouterr().out
+    assert f"{TAU2} (reference): skipped, its committed rows kept (no tau2 here)" in out
+    after = read_rows(tmp_path / "hub" / RESULTS_FILE)
+    assert [r for r in after if r["protocol"] == TAU2] == committed
+    assert {r["protocol"] for r in after} == {"wiki_hops", TAU2}
+
+
+def test_each_planned_run_belongs_to_a_part_and_the_new_parts_are_planned():
+    from topoeval.publish.leaderboard import AXIS_MATRIX, PARTS, TAU2
+
+    runs = plan()
+    assert {r.part for r in runs} == set(PARTS)
+    axis = [r for r in runs if r.part == "axis_matrix"]
+    assert {r.folder for r in axis} == {"reference", "wiki-adapters"} and all(r.protocol == AXIS_MATRIX for r in axis)
+    assert [r.protocol for r in runs if r.part == "tau2"] == [TAU2]

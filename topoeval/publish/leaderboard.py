@@ -22,6 +22,13 @@ into ``results/hub/sweeps/``, and copies the card (with the sweeps' tables) to `
 Run folders go to ``results/leaderboard/`` (not committed); re-running resumes them.
 ``python -m topoeval.publish.leaderboard --sweeps-only`` runs the sweeps alone and rewrites the card's
 section on them, every other committed number kept (after a retraining, without the model runs' 3 hours).
+``--only PART`` (:data:`PARTS`, repeatable) reruns only what a change moves: the part's rows replace the
+committed ones of the same protocol and model, every other committed row is kept.
+
+The designed matrix ``axis_matrix`` (loss per axis): the reference policies on its 21 topologies, and the
+wiki-trained adapters on the 7 generated around wiki (:data:`AXIS_RUN`). τ² (``wiki_to_tau2``): the reference
+policies on wiki and τ² telecom's solo mode (:data:`TAU2_RUN`); its extra has a virtualenv of its own, so
+``make leaderboard-tau2`` runs that part there, and the main leaderboard skips it in one line, its rows kept.
 
 The two collapse protocols test the same tasks of the same two topologies with the same prompts, so
 the second direction takes the first's response cache: its episodes are the first's, read back,
@@ -34,13 +41,14 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from topoeval.api import run_protocol
 from topoeval.core.files import write_atomic
 from topoeval.policies.registry import EMBEDDED, REFERENCE
-from topoeval.publish.hub import stage
+from topoeval.publish.hub import MATRIX_FILE, RESULTS_FILE, stage
 
 #: protocols run with the reference policies and a model
 PROTOCOLS = ("wiki_hops", "wiki_to_travel", "wiki_to_travel_ladder", "travel_to_wiki")
@@ -76,6 +84,21 @@ MATRIX_RUN: dict[str, Any] = {"tasks": 24, "shots": [0], "temperature": 0.0, "ma
 #: on wiki and travel, k = 4 samples at temperature 0.7: could RL on the other topology start from this model?
 MATRIX_SAMPLED_RUN: dict[str, Any] = {**MATRIX_RUN, "topologies": ["wiki", "travel"], "samples": 4,
                                       "temperature": 0.7}
+#: the designed matrix (issue 58): loss per axis. Its reference policies on every generated topology at the
+#: protocol's size, then the wiki-trained adapters (SFT and SFT+GRPO) on the topologies generated around wiki,
+#: 12 tasks, 0-shot, greedy, the collapse's turn and token limits (the base is left out: it solves no wiki task,
+#: so every effect of its would be undefined — a ratio of noise)
+AXIS_MATRIX = "axis_matrix"
+AXIS_MODELS = (f"{EMBEDDED}-wiki", f"{EMBEDDED}-wiki-grpo")
+AXIS_WIKI_TOPOLOGIES = ["wiki", "wiki+renamed", "wiki+distractors", "wiki+hermes", "wiki+serial", "wiki+batched",
+                        "wiki+renamed+hermes"]
+AXIS_RUN: dict[str, Any] = {"tasks": 12, "shots": [0], "temperature": 0.0, "max_turns": 6, "max_tokens": 64,
+                            "topologies": AXIS_WIKI_TOPOLOGIES}
+#: τ²-bench (issue 57): the reference policies on wiki_to_tau2's telecom (solo: no user model) topology. Its
+#: extra lives in a virtualenv of its own, so this part runs there (`make leaderboard-tau2`); elsewhere it is
+#: skipped in one line and its committed rows are kept.
+TAU2 = "wiki_to_tau2"
+TAU2_RUN: dict[str, Any] = {"tasks": 20, "topologies": ["wiki", "tau2-telecom"]}
 REPO_ID = "topoeval/leaderboard"
 
 
@@ -111,6 +134,21 @@ class PlannedRun(NamedTuple):
     cache_from: str | None = None
     """a run folder (relative to the leaderboard folder) whose response cache this run starts from"""
 
+    @property
+    def part(self) -> str:
+        """The part of the leaderboard it belongs to (``--only`` names parts): :data:`PARTS`."""
+        if self.protocol == AXIS_MATRIX:
+            return "axis_matrix"
+        if self.protocol == TAU2:
+            return "tau2"
+        if self.folder == "reference":
+            return "reference"
+        return {"trained": "ladders", "matrix-sampled": "matrix"}.get(self.folder, self.folder)
+
+
+#: the parts of the leaderboard, each rerun alone by ``--only PART`` (what a change moves)
+PARTS = ("reference", "collapse", "embedded", "ladders", "matrix", "axis_matrix", "tau2")
+
 
 def plan() -> list[PlannedRun]:
     """Every run of `make leaderboard`, in order."""
@@ -126,7 +164,11 @@ def plan() -> list[PlannedRun]:
             runs.append(PlannedRun(protocol, LADDER_MODELS, "trained", LADDER_RUN))
     runs.append(PlannedRun(FORMAT_LADDER, tuple(sorted(REFERENCE)), "reference", {}))
     runs.append(PlannedRun(FORMAT_LADDER, FORMAT_LADDER_MODELS, "trained", LADDER_RUN))
-    return runs + matrix_runs()
+    return runs + matrix_runs() + [
+        PlannedRun(AXIS_MATRIX, tuple(sorted(REFERENCE)), "reference", {}),
+        PlannedRun(AXIS_MATRIX, AXIS_MODELS, "wiki-adapters", AXIS_RUN),
+        PlannedRun(TAU2, tuple(sorted(REFERENCE)), "reference", TAU2_RUN),
+    ]
 
 
 def matrix_models() -> tuple[str, ...]:
@@ -168,33 +210,79 @@ def seed_cache(source: Path, run_dir: Path) -> int:
         cache.close()
 
 
-def main(out: Path = Path("results"), sweeps_only: bool = False) -> None:
+def main(out: Path = Path("results"), sweeps_only: bool = False, only: tuple[str, ...] = ()) -> None:
     """Regenerate ``out`` (default ``./results``: ``make leaderboard`` runs from the checkout's root);
-    ``sweeps_only``: the sweeps and the card's section on them, nothing else."""
-    runs = []
+    ``sweeps_only``: the sweeps and the card's section on them, nothing else; ``only``: these
+    :data:`PARTS` alone, their rows replacing the committed ones and every other committed row kept.
+    A part whose extra is missing here (τ²) is skipped in one line and its committed rows are kept."""
     board = out / "leaderboard"
     hub = out / "hub"
     if sweeps_only:
         run_sweeps(board, hub / "sweeps")
         write_card(out, without_sweeps((hub / "README.md").read_text(encoding="utf-8")))
         return
-    for item in plan():
+    unknown = sorted(set(only) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"unknown leaderboard part(s) {', '.join(unknown)}; the parts: {', '.join(PARTS)}")
+    planned = [item for item in plan() if not only or item.part in only]
+    runs, ran, skipped = [], [], set()
+    for item in planned:
+        reason = missing_extra(item)
+        if reason:
+            print(f"{item.protocol} ({item.folder}): skipped, its committed rows kept ({reason})", flush=True)
+            skipped.add(item.protocol)
+            continue
         run_dir = board / item.protocol / item.folder
         if item.cache_from:
             seed_cache(board / item.cache_from, run_dir)
         start = time.monotonic()
         runs.append(run_protocol(item.protocol, list(item.models), run_dir, progress=sys.stderr.isatty(),
                                  **item.options).run_dir)
+        ran.append(item)
         minutes, seconds = divmod(round(time.monotonic() - start), 60)
         print(f"{item.protocol} ({item.folder}): done in {minutes} min {seconds} s", flush=True)
-    if hub.exists():  # all but the sweeps, which run_sweeps refreshes only where it can
+    if not runs:
+        print("nothing ran: the committed results are unchanged", flush=True)
+        return
+    # what is kept of the committed rows: all of them (--only), or those of the parts skipped here
+    keep = (lambda row: True) if only else (lambda row: row["protocol"] in skipped)
+    existing = kept_rows(hub / RESULTS_FILE, runs, keep)
+    existing_matrix = kept_rows(hub / MATRIX_FILE, runs, keep)
+    if hub.exists():  # all but the sweeps (run_sweeps refreshes them only where it can) and, --only, the picture
         for child in hub.iterdir():
-            if child.name != "sweeps":
+            if child.name != "sweeps" and not (only and child.name == MATRIX_PICTURE.parts[0]):
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
-    stage(runs, hub, REPO_ID, episodes=False)
-    stage_matrix_picture(board, hub)
-    run_sweeps(board, hub / "sweeps")
-    write_card(out, (hub / "README.md").read_text(encoding="utf-8"))
+    stage(runs, hub, REPO_ID, existing=existing, episodes=False, existing_matrix=existing_matrix)
+    if any(item.part == "matrix" for item in ran):
+        stage_matrix_picture(board, hub)
+    if not only:
+        run_sweeps(board, hub / "sweeps")
+    write_card(out, without_sweeps((hub / "README.md").read_text(encoding="utf-8")))
+
+
+def missing_extra(item: PlannedRun) -> str | None:
+    """Why ``item`` cannot run in this environment (an extra it needs is not installed), or None."""
+    if item.protocol == TAU2:
+        import importlib.util
+
+        if importlib.util.find_spec("tau2") is None:
+            return "the tau2 extra is not installed here; `make leaderboard-tau2` runs it in .venv-tau2"
+    return None
+
+
+def kept_rows(path: Path, runs: list[Path], keep: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    """The committed rows of ``path`` that ``keep`` keeps, less every row of a (protocol, model) that ``runs``
+    publish again: a rerun replaces its rows whatever task set they were of, so no stale row outlives it."""
+    from topoeval.core.parquet import read_rows
+    from topoeval.publish.tables import load_run
+
+    if not path.is_file():
+        return []
+    rerun = set()
+    for run_dir in runs:
+        meta = load_run(run_dir)[0]
+        rerun |= {(meta["protocol"]["name"], model) for model in meta.get("models", [])}
+    return [row for row in read_rows(path) if keep(row) and (row["protocol"], row["model"]) not in rerun]
 
 
 #: where the models' transfer matrix picture is committed (the README leads with it)
@@ -291,9 +379,15 @@ def cli(argv: list[str] | None = None) -> None:
                                      description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sweeps-only", action="store_true",
                         help="run the transfer-over-training sweeps alone and rewrite the card's section on them")
+    parser.add_argument("--only", action="append", choices=PARTS, default=[], metavar="PART",
+                        help=f"run only this part (repeatable: {', '.join(PARTS)}); its rows replace the committed "
+                        "ones, every other committed row is kept")
     parser.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: results)")
     args = parser.parse_args(argv)
-    main(out=args.out, sweeps_only=args.sweeps_only)
+    if args.only:
+        main(out=args.out, sweeps_only=args.sweeps_only, only=tuple(args.only))
+    else:
+        main(out=args.out, sweeps_only=args.sweeps_only)
 
 
 if __name__ == "__main__":
