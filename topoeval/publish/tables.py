@@ -10,11 +10,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from topoeval.analysis.summary import COLLATERAL_METRICS
 from topoeval.core.errors import UserError
 from topoeval.core.safe_paths import safe_component
 from topoeval.core.secrets import mask_secrets
 from topoeval.core.version import __version__
-from topoeval.publish.schema import SCORE_COLUMNS
+from topoeval.publish.schema import EPISODE_COLUMNS, SCORE_COLUMNS
 from topoeval.runner.lock import check_idle
 from topoeval.runner.shards import PLAN, PlannedKeys, Unplanned, read_plan, warn_unplanned
 from topoeval.runner.store import RUN_JSON, read_episodes, read_json
@@ -76,7 +77,9 @@ def reproduce_command(meta: dict[str, Any], model: str, baseline: str) -> str:
 def result_rows(run_dir: str | Path, warn: bool = True) -> list[dict[str, Any]]:
     """One row per model × baseline × topology × metric of a run. Every cell has a ``success`` row,
     also one whose episodes all ended in error (its mean then null); ``n_errors`` and ``incomplete``
-    repeat the cell's count of episodes left out. Cells the run never planned are left out (one
+    repeat the cell's count of episodes left out. Collateral damage (``collateral``, ``collateral_irreversible``,
+    ``collateral_entities``) has its rows, with mean, CI and n (tasks), beside success wherever a cell defines it; a
+    cell whose suite defines no scope has none, rather than a 0. Cells the run never planned are left out (one
     :class:`~topoeval.runner.shards.Unplanned` line unless ``warn`` is false)."""
     meta, summary = load_run(run_dir)
     date = meta.get("ended") or meta.get("started")
@@ -178,6 +181,8 @@ def episode_rows(run_dir: str | Path, summary: dict[str, Any] | None = None) -> 
             "status": rec["status"], "turns": _count(rec.get("turns")), "tool_calls": _count(scores.get("tool_calls")),
             **{c: (None if scores.get(c) is None or rec["status"] == "error" else float(scores[c]))
                for c in SCORE_COLUMNS},
+            # beside success; each once the episodes' schema declares it (publish/schema.py's EPISODE_COLUMNS)
+            **{c: v for c, v in collateral_columns(rec).items() if c in EPISODE_COLUMNS},
             "final_answer": _text(rec.get("final_answer")),
             "errors": json.dumps([mask_secrets(str(e)) for e in rec.get("errors") or []], ensure_ascii=False),
             "messages": json.dumps(rec.get("messages", []), ensure_ascii=False),
@@ -187,6 +192,22 @@ def episode_rows(run_dir: str | Path, summary: dict[str, Any] | None = None) -> 
         })
     warn_unplanned(left_out, str(run_dir), "publish")
     return rows
+
+
+def collateral_columns(rec: dict[str, Any]) -> dict[str, Any]:
+    """An episode row's collateral damage, beside success and never in it (docs/metrics.md): its scores
+    ``collateral``, ``collateral_irreversible`` (0/1) and ``collateral_entities`` (a count), and
+    ``collateral_report``, the reading's JSON (every entity changed in scope and out, with the calls that wrote
+    it); all null where the suite defines no scope, the record predates collateral, or the episode ended in error."""
+    scores = rec.get("scores") if isinstance(rec.get("scores"), dict) else {}
+    error = rec.get("status") == "error"
+    out: dict[str, Any] = {
+        c: None if error or isinstance(scores.get(c), bool) or not isinstance(scores.get(c), (int, float))
+        else float(scores[c]) for c in COLLATERAL_METRICS}
+    reading = rec.get("collateral")
+    out["collateral_report"] = (None if error or not isinstance(reading, dict)
+                                else json.dumps(reading, ensure_ascii=False, default=str))
+    return out
 
 
 def _count(value: Any) -> int:
