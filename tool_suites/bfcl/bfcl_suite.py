@@ -23,12 +23,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.messages import AssistantMessage, final
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets
 from topoeval.core.suite import Effect, Instruction, Split, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
 from topoeval.policies.oracle import next_calls
 
-from . import data
+from . import collateral, data
 from .gold import gold_dag
 from .world import BfclWorld, commit_object
 
@@ -198,6 +199,15 @@ class BfclSuite(FixedPoolSuite[BfclParams]):
         abstained = sum(world.abstentions) / len(world.abstentions) if world.abstentions else None
         return {"success": float(world.passed), "turn_success": passed / checked if checked else None,
                 "abstained": abstained}
+
+    def collateral_scope(self, task: Task) -> CollateralScope:
+        return collateral.scope(task)
+
+    def collateral_entities(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        return collateral.entities(snapshot)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        return collateral.collateral_call(task, messages)
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """The ground truth, turn by turn, independent calls together; then hand the turn back
