@@ -15,13 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.errors import UserError
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets, derive_topology
 from topoeval.core.messages import AssistantMessage, final
 from topoeval.core.suite import SPLITS, GoldCall, Split, Task, ToolSpec, TopologyDescriptor, World, task_id
 from topoeval.policies.oracle import next_calls
 
-from . import splits
+from . import collateral, splits
 from .bridge import BENCHMARK, DOMAINS, VERSION, agentdojo_modules, load_domain
 from .overlay import load_annotations, tool_specs
 from .tasks import noop_passes, task_facts, utility
@@ -133,6 +134,19 @@ class AgentDojoSuite(FixedPoolSuite[AgentDojoParams]):
         """success: AgentDojo's own utility check of the final answer and the world before/after."""
         assert isinstance(world, AgentDojoWorld)
         return {"success": float(utility(task.data["domain"], task.data["user_task"], final_answer or "", world))}
+
+    # -- collateral damage (:mod:`.collateral`) ------------------------------------------
+    def collateral_scope(self, task: Task) -> CollateralScope:
+        """What the task may change: the world after its plan (AgentDojo's deduplicated ground truth)."""
+        return collateral.scope(task)
+
+    def collateral_entities(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        """Emails, events, files, transactions, messages, users... as a user names them (:data:`.collateral.SPLITS`)."""
+        return collateral.entities(snapshot)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        """One irreversible write on an entity the task does not involve (:func:`.collateral.damage`)."""
+        return collateral.collateral_call(task, messages)
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """Replays AgentDojo's ground truth along the gold DAG, then answers with its expected text.
