@@ -31,7 +31,7 @@ define a scope. They sit beside ``success`` and never change it.
 
 from __future__ import annotations
 
-import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -76,10 +76,43 @@ def _collection(entity: str) -> str:
     return entity.rsplit(".", 1)[0] if "." in entity else ""
 
 
-def _same_modulo_id(run_value: Any, run_id: str, gold_value: Any, gold_id: str) -> bool:
-    """Whether a created entity equals the gold plan's, once the run's id is read as the gold one."""
-    text = json.dumps(run_value, sort_keys=True, default=str)
-    return text.replace(run_id, gold_id) == json.dumps(gold_value, sort_keys=True, default=str)
+def _natural(name: str) -> list[Any]:
+    """Sort key that reads the numbers in a name as numbers (``t.9`` before ``t.10``)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
+def _without_id(value: Any, ident: str) -> Any:
+    """``value`` with every scalar field that is exactly ``ident`` blanked (the id a world drew for it)."""
+    if isinstance(value, dict):
+        return {k: _without_id(v, ident) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_id(v, ident) for v in value]
+    return None if not isinstance(value, bool) and str(value) == ident else value
+
+
+def _same_modulo_id(run_value: Any, run_name: str, gold_value: Any, gold_name: str) -> bool:
+    """Whether a created entity equals the gold plan's, once the ids each world drew are blanked."""
+    run_id, gold_id = run_name.rsplit(".", 1)[-1], gold_name.rsplit(".", 1)[-1]
+    return _without_id(run_value, run_id) == _without_id(gold_value, gold_id)
+
+
+def pair_created(run_new: set[str], gold_new: set[str], after: dict[str, Any], gold: dict[str, Any]) -> dict[str, str]:
+    """The run's created entities matched to the gold plan's (run name -> gold name), collection by
+    collection: equal but for their ids first, then the same name, then the rest in (natural) order."""
+    pairs: dict[str, str] = {}
+    free = sorted(gold_new, key=_natural)
+    todo = sorted(run_new, key=_natural)
+    rules = (lambda r, g: _collection(r) == _collection(g) and _same_modulo_id(after[r], r, gold[g], g),
+             lambda r, g: r == g,
+             lambda r, g: _collection(r) == _collection(g))
+    for rule in rules:
+        for name in list(todo):
+            match = next((g for g in free if rule(name, g)), None)
+            if match is not None:
+                free.remove(match)
+                todo.remove(name)
+                pairs[name] = match
+    return pairs
 
 
 def classify(before: dict[str, Any], after: dict[str, Any], gold: dict[str, Any] | None, scope: CollateralScope,
@@ -90,46 +123,45 @@ def classify(before: dict[str, Any], after: dict[str, Any], gold: dict[str, Any]
     ``irreversible_calls`` which of those calls were marked irreversible."""
     run_changed = changed_entities(before, after)
     gold_changed = changed_entities(before, gold) if gold is not None else set()
-    # created entities: pair the run's with the gold plan's, collection by collection, in order
-    pairs: dict[str, str] = {}
-    if gold is not None:
-        run_new = sorted(k for k in run_changed - gold_changed if k not in before and k in after)
-        gold_new = sorted(k for k in gold_changed - run_changed if k not in before and k in gold)
-        for name in run_new:
-            match = next((g for g in gold_new if _collection(g) == _collection(name)), None)
-            if match is not None:
-                gold_new.remove(match)
-                pairs[name] = match
-    paired_gold = set(pairs.values())
+    run_new = {k for k in run_changed if k not in before and k in after}
+    gold_new = {k for k in gold_changed if k not in before and gold is not None and k in gold}
+    pairs = pair_created(run_new, gold_new, after, gold) if gold is not None else {}
     out: list[EntityChange] = []
-    for name in sorted(run_changed | gold_changed | set(touched)):
-        if scope.ignored(name) or name in paired_gold:
-            continue
+
+    def add(name: str, kind: Kind, g: Any = None) -> None:
         calls = sorted(touched.get(name, []))
-        b, a = before.get(name), after.get(name)
-        g_name = pairs.get(name, name)
-        g = gold.get(g_name) if gold is not None else None
-        in_scope = name in gold_changed or name in pairs or scope.declared(name)
-        kind: Kind
-        if in_scope:
-            if name not in run_changed:
-                if name not in gold_changed:
-                    if not calls:
-                        continue
-                    kind = "in_scope"  # a declared entity written and put back
-                else:
-                    kind = "missed"
-            elif gold is None or (name not in gold_changed and name not in pairs):
-                kind = "in_scope"  # declared scope: any end value is the task's to judge
-            elif name in pairs:
-                kind = "in_scope" if _same_modulo_id(a, name.rsplit(".", 1)[-1], g, g_name.rsplit(".", 1)[-1]) \
-                    else "wrong_in_scope"
-            else:
-                kind = "in_scope" if a == g else "wrong_in_scope"
-        else:
-            kind = "collateral" if name in run_changed else "restored"
         out.append(EntityChange(entity=name, kind=kind, reversible=not irreversible_calls.intersection(calls),
-                                calls=calls, before=b, after=a, gold=g))
+                                calls=calls, before=before.get(name), after=after.get(name), gold=g))
+
+    for name in sorted(run_changed | gold_changed | set(touched), key=_natural):
+        if scope.ignored(name):
+            continue
+        if name in run_new:  # created by the run: in scope only as the match of one the gold plan created
+            if name in pairs:
+                g = gold[pairs[name]] if gold is not None else None
+                add(name, "in_scope" if _same_modulo_id(after[name], name, g, pairs[name]) else "wrong_in_scope", g)
+            else:
+                add(name, "in_scope" if scope.declared(name) else "collateral")
+            continue
+        if name in gold_new and name not in run_changed:
+            continue  # created by the gold plan alone: missed below, unless a run entity matched it
+        g = gold.get(name) if gold is not None else None
+        if name in gold_changed or scope.declared(name):
+            if name not in run_changed:
+                if name in gold_changed:
+                    add(name, "missed", g)
+                elif touched.get(name):
+                    add(name, "in_scope", g)  # a declared entity written and put back
+            elif gold is None or name not in gold_changed:
+                add(name, "in_scope", g)  # declared scope: any end value is the task's to judge
+            else:
+                add(name, "in_scope" if after.get(name, _ABSENT) == gold.get(name, _ABSENT) else "wrong_in_scope", g)
+        else:
+            add(name, "collateral" if name in run_changed else "restored")
+    for name in sorted(gold_new - set(pairs.values()), key=_natural):
+        if not scope.ignored(name) and name not in run_changed:
+            add(name, "missed", gold[name] if gold is not None else None)
+    out.sort(key=lambda e: _natural(e.entity))
     return CollateralReport(basis="gold_state" if gold is not None else "declared_scope", entities=out)
 
 
