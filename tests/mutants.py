@@ -37,7 +37,7 @@ TARGETS: dict[str, list[str]] = {
     "topoeval/runner/records.py": ["tests/runner/test_records.py", "tests/runner/test_episode_file.py"],
     "topoeval/analysis/stats.py": ["tests/analysis/test_stats.py", "tests/analysis/test_stats_edges.py",
                                    "tests/analysis/test_paired.py"],
-    "topoeval/metrics/scoring.py": ["tests/runner/test_episode.py"],
+    "topoeval/metrics/scoring.py": ["tests/metrics/test_scoring.py", "tests/runner/test_episode.py"],
     "topoeval/analysis/collapse.py": ["tests/analysis/test_collapse_nulls.py", "tests/analysis/test_collapse.py"],
     # the shipped transfer_matrix's tests need the bfcl and agentdojo suites, which this virtualenv leaves out (33 s
     # of set-up for every mutant that reaches them)
@@ -62,7 +62,8 @@ TARGETS: dict[str, list[str]] = {
     "topoeval/metrics/dimensions.py": ["tests/metrics/test_dimensions_record.py", "tests/metrics/test_dimensions.py",
                                        "tests/metrics/test_progress.py",
                                        "tests/metrics/test_unanswered.py"],
-    "topoeval/publish/tables.py": ["tests/publish/test_tables.py", "tests/publish/test_publish.py"],
+    "topoeval/publish/tables.py": ["tests/publish/test_tables.py", "tests/publish/test_tables_collateral.py",
+                                   "tests/publish/test_publish.py"],
 }
 
 #: surviving mutants with no observable difference: mutmut's name -> why (kept out of the goal's rate)
