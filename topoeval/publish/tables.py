@@ -199,7 +199,8 @@ def collateral_columns(rec: dict[str, Any]) -> dict[str, Any]:
     ``collateral``, ``collateral_irreversible`` (0/1) and ``collateral_entities`` (a count), and
     ``collateral_report``, the reading's JSON (every entity changed in scope and out, with the calls that wrote
     it); all null where the suite defines no scope, the record predates collateral, or the episode ended in error."""
-    scores = rec.get("scores") if isinstance(rec.get("scores"), dict) else {}
+    given = rec.get("scores")
+    scores: dict[str, Any] = given if isinstance(given, dict) else {}
     error = rec.get("status") == "error"
     out: dict[str, Any] = {
         c: None if error or isinstance(scores.get(c), bool) or not isinstance(scores.get(c), (int, float))
