@@ -50,6 +50,11 @@ def rows(section: str) -> list[dict[str, str]]:
     return out
 
 
+def shown_value(value):
+    """A value as the pane shows it: compact JSON, "(absent)" for an entity that does not exist."""
+    return "(absent)" if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 @needs_chromium
 def test_an_episode_with_damage_lists_each_entity_in_and_out_of_scope_with_the_calls_that_wrote_it(real, tmp_path):
     results, rid, run, records = real
@@ -77,8 +82,7 @@ def test_an_episode_with_damage_lists_each_entity_in_and_out_of_scope_with_the_c
             assert r["reversible"] == ("reversible" if e["reversible"] else "irreversible")
             # the calls that wrote it, by index and the tool's name, as the episode's calls hold them
             assert r["calls"] == (", ".join(f"#{i} {rec['calls'][i]['name']}" for i in e["calls"]) or "—")
-            assert r["before"] == ("(absent)" if e["before"] is None else json.dumps(e["before"], separators=(",", ":")))
-            assert r["after"] == ("(absent)" if e["after"] is None else json.dumps(e["after"], separators=(",", ":")))
+            assert r["before"] == shown_value(e["before"]) and r["after"] == shown_value(e["after"])
     assert len(rows(outside)) >= 1 and all(r["flagged"] for r in rows(outside) if r["kind"] == "collateral")
 
 
