@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.commands import commands_allowed
 from topoeval.core.errors import UserError
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets, derive_topology
@@ -32,6 +33,7 @@ from topoeval.core.suite import (
     Effect, Split, SuiteManifest, Task, ToolSpec, TopologyDescriptor, World, WorldError, task_id, task_seed,
 )
 
+from . import collateral
 from . import oracle as oracles
 from .annotations import ASK_USER, tool_specs
 from .connection import McpConnection
@@ -136,6 +138,8 @@ class McpSuite(FixedPoolSuite[McpParams]):
         for spec in params.task_file().tasks:
             uses = [(f"gold call '{g.id}'", g.tool) for g in spec.gold]
             uses += [(f"check {i + 1}", c.tool) for i, c in enumerate(spec.checks) if c.tool is not None]
+            damage = spec.collateral if spec.collateral is not None else params.task_file().collateral
+            uses += [(f"collateral call {i + 1}", c.tool) for i, c in enumerate(damage)]
             for what, tool in uses:
                 if tool in offered or (what.startswith("check") and tool in served):
                     continue
@@ -197,6 +201,8 @@ class McpSuite(FixedPoolSuite[McpParams]):
                 "checks": [c.model_dump(exclude_defaults=True) for c in spec.checks],
                 "answer": spec.answer, "answer_aliases": spec.answer_aliases, "answer_contains": spec.answer_contains,
                 "final": spec.final,
+                **({"scope": spec.scope} if spec.scope else {}),
+                "collateral": [c.model_dump() for c in (tf.collateral if spec.collateral is None else spec.collateral)],
                 "slots": {k: v.model_dump() for k, v in spec.hidden.items()},
                 "targets": targets,
                 "bind": overlay.bind,
@@ -221,6 +227,15 @@ class McpSuite(FixedPoolSuite[McpParams]):
             results.append(answer_ok(final_answer, d["answer"], d["answer_aliases"], d["answer_contains"]))
         failed = (final_answer or "").startswith(oracles.PLAN_FAILED)
         return {"success": float(all(results) and not failed), "partial": sum(results) / len(results)}
+
+    def collateral_scope(self, task: Task) -> CollateralScope | None:
+        return collateral.scope(task)
+
+    def collateral_entities(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        return collateral.entities(snapshot)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        return collateral.collateral_call(task, messages)
 
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """Reference policies: see :mod:`.oracle`."""

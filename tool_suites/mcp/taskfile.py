@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
 
@@ -116,6 +117,19 @@ class Fixture(BaseModel):
     steps: list[FixtureStep] = Field(default_factory=list, description="Steps after the base's.")
 
 
+class DamageCall(BaseModel):
+    """One call of ``oracle-collateral``'s damage: a write on something outside the task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str = Field(min_length=1, description="Server tool called (bound arguments added).")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments of the tool call.")
+
+
+#: Between a state command and one line of its output in an entity name (``git status | ## main``).
+ENTITY_SEPARATOR = " | "
+
+
 class TaskSpec(BaseModel):
     """One task of the file."""
 
@@ -134,6 +148,12 @@ class TaskSpec(BaseModel):
         default_factory=list, description="Strings the final answer must all contain (case-insensitive).")
     gold: list[GoldCall] = Field(default_factory=list, description="Gold call plan (the oracle, the dimensions).")
     final: str | None = Field(default=None, description="The oracle's final message (default: the answer, or 'Done.').")
+    scope: list[str] = Field(default_factory=list, description=(
+        "Entities the task may change whatever its gold plan does: fnmatch patterns '<state command> | <line>' "
+        "over the lines of the state commands' outputs (collateral damage; the gold plan's own changes are "
+        "in scope anyway)."))
+    collateral: list[DamageCall] | None = Field(default=None, description=(
+        "oracle-collateral's damage on this task (default: the file's 'collateral'; [] for none)."))
 
     @model_validator(mode="after")
     def _judged(self) -> "TaskSpec":
@@ -157,6 +177,9 @@ class TaskFile(BaseModel):
     state: list[list[str]] = Field(default_factory=list, description="Commands whose outputs form the snapshot.")
     fixtures: dict[str, Fixture | list[FixtureStep]] = Field(default_factory=dict, description="Named fixtures.")
     tasks: list[TaskSpec] = Field(min_length=1, description="The tasks.")
+    collateral: list[DamageCall] = Field(default_factory=list, description=(
+        "oracle-collateral's damage, made after a task's gold plan: calls that write outside every task's scope "
+        "(a task's own 'collateral' replaces it)."))
 
     @field_validator("state", mode="before")
     @classmethod
@@ -174,6 +197,14 @@ class TaskFile(BaseModel):
                 raise ValueError(f"task '{t.name}': unknown fixture '{t.fixture}'")
         for name in self.fixtures:
             self.fixture_steps(name)  # bases exist, no cycles
+        commands = [" ".join(argv) for argv in self.state]
+        for t in self.tasks:
+            for pattern in t.scope:
+                command, sep, _ = pattern.partition(ENTITY_SEPARATOR)
+                if not sep or not any(fnmatchcase(c, command) for c in commands):
+                    raise ValueError(f"task '{t.name}': scope pattern '{pattern}' names no state command: write it "
+                                     f"as '<state command>{ENTITY_SEPARATOR}<line>' "
+                                     f"(state: {'; '.join(commands) or 'none'})")
         return self
 
     def fixture_steps(self, name: str | None, seen: tuple[str, ...] = ()) -> list[FixtureStep]:
