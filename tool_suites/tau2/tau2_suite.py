@@ -20,12 +20,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from topoeval.core.collateral import CollateralScope
 from topoeval.core.errors import UserError
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets, derive_topology
 from topoeval.core.messages import AssistantMessage, ToolCall, final
 from topoeval.core.suite import Effect, GoldCall, Split, Task, ToolSpec, TopologyDescriptor, World, task_id
 
+from . import collateral
 from .bridge import DOMAINS, PACKAGE, policy, split_ids, tasks, tau2_modules, tool_listing
+from .user import NEEDS_USER_MODEL
 from .world import DONE, SEND, Tau2World
 
 #: bumped with any change here that changes episodes beyond the tasks' data (part of every run's identity)
@@ -99,6 +102,12 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
         text = t2.system_prompt.format(agent_instruction=instruction, domain_policy=policy(params.domain, params.solo))
         return f"{text}\n{SOLO_INTERFACE if params.solo else INTERFACE}"
 
+    def run_problems(self, params: Tau2Params, user_model: str | None) -> list[str]:
+        """What the topology needs of a run and does not get, one line each, for a check before the first
+        world is built: a customer (every topology but solo) with no user model named. (The runner does not
+        call it yet: until it does, the same line comes when the first world is built.)"""
+        return [NEEDS_USER_MODEL] if not params.solo and user_model is None else []
+
     def behaviour_version(self) -> str | None:
         return f"{PACKAGE}/bridge-{BRIDGE_VERSION}"
 
@@ -158,15 +167,32 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
                                       domain=world.domain)
         return {"success": float(info.reward), **sub_checks(info)}
 
+    # -- collateral damage (:mod:`.collateral`) ---------------------------------------------------
+    def collateral_scope(self, task: Task) -> CollateralScope:
+        return collateral.scope(task)
+
+    def collateral_entities(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        return collateral.entities(snapshot)
+
+    def collateral_call(self, task: Task, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        return collateral.collateral_call(task, messages)
+
+    def ends_episode(self, task: Task, tool: str) -> bool:
+        """Whether a call of ``tool`` closes ``task``'s episode (solo mode's ``done``: the world takes no
+        call after it), so oracle-collateral must make its damage before it."""
+        return bool(task.data.get("solo")) and tool == DONE
+
     def oracle(self, task: Task, messages: list[dict[str, Any]], variant: str = "oracle") -> AssistantMessage:
         """Replays τ²'s gold actions, one call a turn: with a customer, a greeting first, the customer's
         confirmation asked before each action the policy wants confirmed, the customer's own actions
         (telecom's device) asked of them, then a last message holding what the task wants said
         (its communicate_info); in solo mode every action, then ``done``. ``oracle-reckless`` asks no
         confirmation (τ²'s verdict does not see it; topoeval's risk does); the other variants have nothing of
-        their own to break here and act as the oracle."""
+        their own to break here and act as the oracle. Calls of oracle-collateral's damage are not its steps
+        (made before solo mode's ``done``, they leave it still to make)."""
         steps = oracle_steps(task, confirm=variant != "oracle-reckless")
-        made = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+        made = sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+                   if not collateral.is_damage(task, c))
         if made < len(steps):
             name, arguments = steps[made]
             return AssistantMessage(tool_calls=[ToolCall.make(f"oracle_{made}", name, arguments)])
