@@ -355,3 +355,19 @@ def test_a_topology_with_a_customer_and_no_user_model_names_its_problem_before_a
     assert suite.run_problems(suite.parse_params({"domain": "retail"}), None) == [user.NEEDS_USER_MODEL]
     assert suite.run_problems(suite.parse_params({"domain": "retail"}), "direct:customer") == []
     assert suite.run_problems(suite.parse_params({"domain": "telecom", "solo": True}), None) == []
+
+
+def test_the_oracle_still_closes_a_solo_ticket_after_oracle_collateral_s_damage(suite):
+    """The damage comes before ``done`` (Tau2Suite.ends_episode); the oracle does not count it as one of its
+    steps, so ``done`` is still made and τ² sees its agent stop."""
+    task = suite.tasks(suite.parse_params({"domain": "telecom", "solo": True}), "test", 0, 1)[0]
+    steps = module("tau2_suite").oracle_steps(task)
+    assert steps[-1][0] == "done" and suite.ends_episode(task, "done") and not suite.ends_episode(task, steps[0][0])
+    messages = [{"role": "user", "content": task.prompt}]
+    for i, (name, args) in enumerate([*steps[:-1], suite.collateral_call(task, messages)]):
+        messages += [{"role": "assistant", "tool_calls": [{"id": f"c{i}", "type": "function",
+                                                           "function": {"name": name, "arguments": json.dumps(args)}}]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "name": name, "content": "ok"}]
+    step = suite.oracle(task, messages)
+    assert [c.name for c in step.tool_calls] == ["done"]
+    assert suite.collateral_call(task, messages) is None
