@@ -9,7 +9,6 @@ import json
 import pytest
 
 import topoeval
-from topoeval.publish.schema import EPISODE_COLUMNS
 from topoeval.publish.tables import collateral_columns, episode_rows, result_rows
 from topoeval.runner.store import read_episodes
 
@@ -42,8 +41,6 @@ def test_result_rows_carry_the_collateral_rates_with_the_cis_of_the_summary(run_
     assert not [k for k in rows if k[1] == "wiki" and k[2].startswith("collateral")]
 
 
-@pytest.mark.xfail(not set(collateral_columns({})) <= set(EPISODE_COLUMNS), strict=True,
-                   reason="publish/schema.py's EPISODE_COLUMNS does not declare the collateral columns yet")
 def test_episode_rows_carry_each_episodes_collateral_scores_and_reading(run_dir):
     records = {r["episode_id"]: r for r in read_episodes(run_dir)}
     rows = episode_rows(run_dir)

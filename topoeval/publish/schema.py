@@ -29,7 +29,10 @@ SCORE_COLUMNS = ("success", "f1", "dq", "clarification", "priority", "risk", "pa
 EPISODE_COLUMNS: dict[str, str] = {
     "protocol": "string", "model": "string", "baseline": "string", "topology": "string", "role": "string",
     "episode_id": "string", "task_id": "string", "family": "string", "sample": "int64", "status": "string",
-    "turns": "int64", "tool_calls": "int64", **{c: "float64" for c in SCORE_COLUMNS}, "final_answer": "string",
+    "turns": "int64", "tool_calls": "int64", **{c: "float64" for c in SCORE_COLUMNS},
+    # collateral damage beside success (null where the suite defines no scope), and the reading as JSON
+    "collateral": "float64", "collateral_irreversible": "float64", "collateral_entities": "float64",
+    "collateral_report": "string", "final_answer": "string",
     "errors": "string", "messages": "string", "calls": "string", "events": "string",
     "protocol_sha256": "string", "task_set_sha256": "string",
 }
