@@ -38,6 +38,7 @@ TARGETS: dict[str, list[str]] = {
     "topoeval/analysis/stats.py": ["tests/analysis/test_stats.py", "tests/analysis/test_stats_edges.py",
                                    "tests/analysis/test_paired.py"],
     "topoeval/metrics/scoring.py": ["tests/metrics/test_scoring.py", "tests/runner/test_episode.py"],
+    "topoeval/metrics/collateral.py": ["tests/metrics/test_collateral.py", "tests/metrics/test_scoring.py"],
     "topoeval/analysis/collapse.py": ["tests/analysis/test_collapse_nulls.py", "tests/analysis/test_collapse.py"],
     # the shipped transfer_matrix's tests need the bfcl and agentdojo suites, which this virtualenv leaves out (33 s
     # of set-up for every mutant that reaches them)
@@ -161,6 +162,21 @@ EQUIVALENT: dict[str, str] = {
        "not checkable here (mutmut's trampolines add stack frames)"
        for name in ("x_walk__mutmut_9", "x_walk__mutmut_12", "x_scan__mutmut_24", "x_scan__mutmut_25",
                     "x_warn_skipped__mutmut_1", "x_warn_skipped__mutmut_7")},
+    **{f"topoeval.publish.tables.{name}": "json.dumps(ensure_ascii=None): None is falsy, as False is (the same "
+       "text)" for name in ("x__text__mutmut_6", "x_collateral_columns__mutmut_33", "x_episode_rows__mutmut_112",
+                            "x_episode_rows__mutmut_125", "x_episode_rows__mutmut_138", "x_episode_rows__mutmut_151")},
+    **{f"topoeval.publish.tables.x_episode_rows__mutmut_{n}": "the default of a field every record read has: "
+       "read_episodes skips a record without sample or messages (runner/records.py's EpisodeRecord requires both)"
+       for n in (68, 70, 73, 129, 131)},
+    **{f"topoeval.publish.tables.x_result_rows__mutmut_{n}": "incomplete = bool(cell.get('n_errors', None or "
+       "nothing)): bool(None) is False, as bool(0) is" for n in (171, 173)},
+    **{f"topoeval.publish.tables.x_result_rows__mutmut_{n}": "meta.get('inference', None or nothing): that branch "
+       "runs only where the condition before it found run.json's inference" for n in (229, 231)},
+    **{f"topoeval.publish.tables.x_result_rows__mutmut_{n}": "the warning's stacklevel: only which caller's line "
+       "the warning names; not checkable here (mutmut's trampolines add stack frames)" for n in (44, 48)},
+    **{f"topoeval.publish.tables.x_result_rows__mutmut_{n}": "a key of the missing success metric's stand-in "
+       "renamed (std, ci95, n): each column's getter falls back to the same None, [None, None] or 0"
+       for n in (62, 63, 64, 65, 66, 67)},
 }
 
 #: mutmut's exit codes by what they mean (mutmut.stats.status_by_exit_code); a test process the mutant made crash
