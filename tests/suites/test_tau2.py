@@ -152,6 +152,7 @@ def test_the_oracle_through_the_runner_scores_one_with_a_stand_in_customer(tmp_p
     assert any(e["type"] == "confirm" and e["answer"] == "yes" for r in tau2 for e in r["events"])
     assert len(tau2) == 9 and all(r["status"] == "done" for r in tau2)
     assert [r["scores"]["success"] for r in tau2] == [1.0] * 9
+    assert [r["scores"]["collateral"] for r in tau2] == [0.0] * 9  # read against the gold state, through the runner
     for r in tau2:
         s = r["scores"]
         if r["topology"] == "airline":  # DB and COMMUNICATE in the basis: the database matched the gold end state
