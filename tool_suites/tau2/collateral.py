@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from topoeval.core.collateral import CollateralScope, entities_at_depth
@@ -42,7 +44,11 @@ REFUEL_GB = 1.0
 #: the tools oracle-collateral's damage calls, per domain
 DAMAGE_TOOLS = ("cancel_reservation", "cancel_pending_order", "refuel_data")
 
-_STATES: dict[tuple[str, bool, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+#: tasks whose states are kept (an airline world's two snapshots hold about 24 MiB; retail's 10 MiB)
+KEPT = 8
+_STATES: OrderedDict[tuple[str, bool, str], tuple[dict[str, Any], dict[str, Any]]] = OrderedDict()
+_TARGETS: dict[tuple[str, bool, str], tuple[str, dict[str, Any]] | None] = {}
+_LOCK = threading.Lock()
 
 
 def entities(snapshot: dict[str, Any]) -> dict[str, Any]:
@@ -74,26 +80,37 @@ def _canonical_bills(snapshot: dict[str, Any]) -> dict[str, Any]:
     return json.loads(text)
 
 
+def _key(task: Task) -> tuple[str, bool, str]:
+    return task.data["domain"], task.data["solo"], task.data["tau2_task_id"]
+
+
 def _states(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the world at the task's initial state, the world after τ²'s gold actions) as snapshots, cached."""
+    """(the world at the task's initial state, the world after τ²'s gold actions) as snapshots, kept for the
+    last :data:`KEPT` tasks."""
+    key = _key(task)
+    with _LOCK:
+        if key in _STATES:
+            _STATES.move_to_end(key)
+            return _STATES[key]
     data = task.data
-    key = (data["domain"], data["solo"], data["tau2_task_id"])
-    if key not in _STATES:
-        t2 = tau2_modules()
-        t2task = t2.Task.model_validate(data["tau2_task"])
-        env = new_environment(data["domain"], data["solo"])
-        init = t2task.initial_state
-        env.set_state(initialization_data=init.initialization_data if init is not None else None,
-                      initialization_actions=init.initialization_actions if init is not None else None,
-                      message_history=[])
-        before = snapshot(env)
-        criteria = t2task.evaluation_criteria
-        for i, action in enumerate((criteria.actions or []) if criteria else []):
-            requestor = "assistant" if data["solo"] else action.requestor
-            env.get_response(t2.ToolCall(id=f"gold_{i}", name=action.name, arguments=dict(action.arguments),
-                                         requestor=requestor))
+    t2 = tau2_modules()
+    t2task = t2.Task.model_validate(data["tau2_task"])
+    env = new_environment(data["domain"], data["solo"])
+    init = t2task.initial_state
+    env.set_state(initialization_data=init.initialization_data if init is not None else None,
+                  initialization_actions=init.initialization_actions if init is not None else None,
+                  message_history=[])
+    before = snapshot(env)
+    criteria = t2task.evaluation_criteria
+    for i, action in enumerate((criteria.actions or []) if criteria else []):
+        requestor = "assistant" if data["solo"] else action.requestor
+        env.get_response(t2.ToolCall(id=f"gold_{i}", name=action.name, arguments=dict(action.arguments),
+                                     requestor=requestor))
+    with _LOCK:
         _STATES[key] = (before, snapshot(env))
-    return _STATES[key]
+        while len(_STATES) > KEPT:
+            _STATES.popitem(last=False)
+        return _STATES[key]
 
 
 def snapshot(env: Any) -> dict[str, Any]:
@@ -111,7 +128,14 @@ def scope(task: Task) -> CollateralScope:
 
 def target(task: Task) -> tuple[str, dict[str, Any]] | None:
     """The damaging call (see the module docstring) on the first entity, by id, of an owner the task never
-    names whose entities the gold plan leaves alone; None where there is none."""
+    names whose entities the gold plan leaves alone; None where there is none (kept per task: it is small)."""
+    key = _key(task)
+    if key not in _TARGETS:
+        _TARGETS[key] = _find_target(task)
+    return _TARGETS[key]
+
+
+def _find_target(task: Task) -> tuple[str, dict[str, Any]] | None:
     before, gold = _states(task)
     start, end = entities(before), entities(gold)
     changed = {k for k in set(start) | set(end) if start.get(k) != end.get(k)}
