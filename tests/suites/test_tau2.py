@@ -185,6 +185,8 @@ def test_a_non_solo_topology_without_a_user_model_fails_in_one_line(tmp_path, to
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert "Traceback" not in out.stderr and lines[-1].startswith("error: ") and "--user-model" in lines[-1]
+    assert lines == [lines[-1]] and lines[-1].startswith("error: topology 'airline': ")  # one line, naming the topology
+    assert not (tmp_path / "r").exists()  # said before the run folder, the preflight and the first world
 
 
 def test_the_shipped_protocol_validates_here():
@@ -339,10 +341,6 @@ def test_the_oracle_does_no_collateral_damage_on_telecom_solo(suite):
     assert all(e["kind"] in ("in_scope", "restored") for _, r in records for e in r["collateral"]["entities"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "oracle-collateral (topoeval/policies/reference.py) makes its damage only at a hand-back without a tool call; "
-    "in solo mode the oracle's last call is done, after which τ²'s world takes no call: the policy must make it "
-    "before a call the suite says ends the episode (Tau2Suite.ends_episode)"))
 def test_oracle_collateral_keeps_tau2s_telecom_solo_success_and_is_flagged_on_every_episode(suite):
     records = run(suite, ("telecom", True), "oracle-collateral", SOLO_SAMPLE)
     assert [r["scores"]["success"] for _, r in records] == [1.0] * SOLO_SAMPLE

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from topoeval.core.collateral import CollateralScope
+from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, final
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets
 from topoeval.core.suite import Effect, Instruction, Split, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
@@ -199,6 +200,17 @@ class BfclSuite(FixedPoolSuite[BfclParams]):
         abstained = sum(world.abstentions) / len(world.abstentions) if world.abstentions else None
         return {"success": float(world.passed), "turn_success": passed / checked if checked else None,
                 "abstained": abstained}
+
+    def unavailable(self) -> str | None:
+        """The one-line install hint where this suite's extra is missing here (a transfer matrix skips the
+        column with it), else None."""
+        from .data import require_bfcl
+
+        try:
+            require_bfcl()
+        except UserError as exc:
+            return str(exc)
+        return None
 
     def collateral_scope(self, task: Task) -> CollateralScope:
         return collateral.scope(task)

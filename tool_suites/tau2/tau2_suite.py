@@ -104,7 +104,7 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
 
     def unavailable(self) -> str | None:
         """Why the suite cannot run here — τ² missing, or another version: the one-line install hint — else
-        None; for a transfer matrix to skip its τ² columns with that reason (the runner does not ask yet)."""
+        None; a transfer matrix skips its τ² columns with that reason."""
         try:
             tau2_modules()
         except UserError as exc:
@@ -113,8 +113,7 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
 
     def run_problems(self, params: Tau2Params, user_model: str | None) -> list[str]:
         """What the topology needs of a run and does not get, one line each, for a check before the first
-        world is built: a customer (every topology but solo) with no user model named. (The runner does not
-        call it yet: until it does, the same line comes when the first world is built.)"""
+        world is built: a customer (every topology but solo) with no user model named."""
         return [NEEDS_USER_MODEL] if not params.solo and user_model is None else []
 
     def behaviour_version(self) -> str | None:

@@ -366,6 +366,21 @@ class Suite(ABC, Generic[ParamsT]):
         any change there. Default None (nothing beyond the task data, and run ids stay as they were)."""
         return None
 
+    def unavailable(self) -> str | None:
+        """Why the suite cannot run in this environment (an optional extra missing: its one-line install
+        hint), else None (the default). A transfer matrix skips such a suite's columns with that line."""
+        return None
+
+    def run_problems(self, params: ParamsT, user_model: str | None) -> list[str]:
+        """What a topology with these parameters needs of a run and does not get (a model to play the user,
+        say), one line each, checked before the run's first world is built. Default: nothing."""
+        return []
+
+    def ends_episode(self, task: Task, tool: str) -> bool:
+        """Whether a call of ``tool`` closes ``task``'s episode, the world taking no call after it (τ² solo
+        mode's ``done``); a reference policy that adds calls makes them before it. Default False."""
+        return False
+
     def collateral_scope(self, task: Task) -> CollateralScope | None:
         """What ``task`` may change (:class:`topoeval.core.collateral.CollateralScope`), or None where
         collateral damage is not defined (the default: a stateless world, or one whose state cannot be

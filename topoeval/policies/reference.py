@@ -75,7 +75,9 @@ class CollateralPolicy(Policy):
         messages = episode_messages(messages, ctx.task.prompt)
         step = ctx.suite.oracle(ctx.task, messages, "oracle")
         given = sum(1 for m in messages if m.get("role") == "user") - 1
-        if step.tool_calls or given < len(ctx.task.instructions):
+        # the plan is done at a hand-back, or at a call that closes the episode (τ² solo's done): damage before it
+        closing = bool(step.tool_calls) and all(ctx.suite.ends_episode(ctx.task, c.name) for c in step.tool_calls)
+        if (step.tool_calls and not closing) or given < len(ctx.task.instructions):
             return step
         call = ctx.suite.collateral_call(ctx.task, messages)
         if call is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import types
 import typing
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def parse_protocol(text: str, filename: str, registry: SuiteRegistry, folder: st
         if folder is not None:
             for topo in [*protocol.declared_topologies(), *protocol.ladder]:
                 topo._folder = str(folder)
+        if protocol.matrix is not None and not errors:
+            errors += skip_unavailable(protocol, registry)
         with protocol_folder(folder):
             errors += semantic_errors(protocol, registry)
     if errors:
@@ -116,6 +119,30 @@ def _matrix_errors(protocol: Protocol) -> list[tuple[Loc, str]]:
         errors.append((("baselines", "demos_from"), "a matrix has no single train topology to draw demonstrations "
                        "from: use demos_from: target"))
     return errors
+
+
+class SkippedTopology(UserWarning):
+    """A matrix topology left out because its suite cannot run here (an optional extra missing)."""
+
+
+def skip_unavailable(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[Loc, str]]:
+    """Leave out of a transfer matrix the topologies whose suite cannot run here (its ``unavailable()``
+    line: the extra to install), one warning each; an error when fewer than two remain."""
+    assert protocol.matrix is not None
+    kept = []
+    for topo in protocol.matrix.topologies:
+        reason = registry.get(topo.suite).unavailable() if topo.suite is not None and topo.suite in registry else None
+        if reason:
+            warnings.warn(f"matrix topology '{topo.name}' skipped: {reason}", SkippedTopology, stacklevel=2)
+        else:
+            kept.append(topo)
+    if len(kept) == len(protocol.matrix.topologies):
+        return []
+    if len(kept) < 2:
+        return [(("matrix", "topologies"), f"only {len(kept)} topology can run here once those whose suite is "
+                 "not installed are skipped; a matrix needs two")]
+    protocol.matrix.topologies[:] = kept
+    return []
 
 
 def matrix_loc(i: int, topo: TopologySpec) -> Loc:

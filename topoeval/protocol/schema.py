@@ -32,6 +32,7 @@ KNOWN_METRICS = (
     "parallelism",
     "efficiency",
     "dq",
+    "collateral",
 )
 
 #: Largest number of few-shot demonstrations a baseline may ask for.

@@ -170,6 +170,10 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
             train_topologies(protocol, names, config.train_topologies)
 
         topologies = [resolve(t, registry) for t in protocol.topologies()]
+        problems = [f"topology '{t.name}': {p}" for t in topologies
+                    for p in t.suite.run_problems(t.params, config.user_model)]
+        if problems:  # before the run folder, the preflight and the first world
+            raise UserError(problems[0])
         counts = {t.name: config.tasks if config.tasks is not None else (t.spec.n_tasks or protocol.tasks.test.n)
                   for t in topologies}
         catalogue = build_catalogue(topologies, protocol.tasks.test.seed, counts,

@@ -18,7 +18,8 @@ from topoeval.core.suite import Split, Suite, SuiteManifest, Task, ToolSpec, Top
 #: The suite contract a delegating suite forwards to its inner suite (a test keeps it whole).
 FORWARDED = ("parse_params", "task_problems", "tools_for", "topology_for", "system_prompt", "expand_calls",
              "generate", "tasks", "iter_tasks", "pool_size", "make_world", "score", "oracle", "rationale",
-             "behaviour_version")
+             "behaviour_version", "unavailable", "run_problems", "ends_episode", "collateral_scope",
+             "collateral_entities", "collateral_call")
 
 
 class DelegatingSuite(Suite[Any]):
@@ -80,6 +81,15 @@ class DelegatingSuite(Suite[Any]):
 
     def behaviour_version(self) -> str | None:
         return self.inner.behaviour_version()
+
+    def unavailable(self) -> str | None:
+        return self.inner.unavailable()
+
+    def run_problems(self, params: Any, user_model: str | None) -> list[str]:
+        return self.inner.run_problems(params, user_model)
+
+    def ends_episode(self, task: Task, tool: str) -> bool:
+        return self.inner.ends_episode(task, tool)
 
     def collateral_scope(self, task: Task) -> CollateralScope | None:
         return self.inner.collateral_scope(task)

@@ -151,6 +151,9 @@ class TransformedSuite(DelegatingSuite):
         return reply.model_copy(update={"tool_calls": calls})
 
 
+    def ends_episode(self, task: Task, tool: str) -> bool:
+        return self.inner.ends_episode(self._map_task(task, to_outer=False), self._inner_tool.get(tool, tool))
+
     def collateral_scope(self, task: Task) -> CollateralScope | None:
         return self.inner.collateral_scope(self._map_task(task, to_outer=False))
 
