@@ -163,7 +163,7 @@ EQUIVALENT: dict[str, str] = {
        for name in ("x_walk__mutmut_9", "x_walk__mutmut_12", "x_scan__mutmut_24", "x_scan__mutmut_25",
                     "x_warn_skipped__mutmut_1", "x_warn_skipped__mutmut_7")},
     **{f"topoeval.publish.tables.{name}": "json.dumps(ensure_ascii=None): None is falsy, as False is (the same "
-       "text)" for name in ("x__text__mutmut_6", "x_collateral_columns__mutmut_33", "x_episode_rows__mutmut_112",
+       "text)" for name in ("x__text__mutmut_6", "x_collateral_columns__mutmut_34", "x_episode_rows__mutmut_112",
                             "x_episode_rows__mutmut_125", "x_episode_rows__mutmut_138", "x_episode_rows__mutmut_151")},
     **{f"topoeval.publish.tables.x_episode_rows__mutmut_{n}": "the default of a field every record read has: "
        "read_episodes skips a record without sample or messages (runner/records.py's EpisodeRecord requires both)"
@@ -177,6 +177,19 @@ EQUIVALENT: dict[str, str] = {
     **{f"topoeval.publish.tables.x_result_rows__mutmut_{n}": "a key of the missing success metric's stand-in "
        "renamed (std, ci95, n): each column's getter falls back to the same None, [None, None] or 0"
        for n in (62, 63, 64, 65, 66, 67)},
+    "topoeval.metrics.collateral.x__collection__mutmut_13": "\"XXXX\" for \"\" as the collection of a name without a "
+    "dot: every such name still shares one collection; it differs only from a name whose first part is empty (\".x\", "
+    "an empty key in the snapshot), which no world has",
+    **{f"topoeval.metrics.collateral.x__natural__mutmut_{n}": "the tags and constant fields of the sort key: re.split "
+       "with one capturing group alternates text and digits, so a digit part is only ever compared with a digit part "
+       "(by its number) and a text part with a text part (by its text)" for n in (3, 5, 6, 7)},
+    **{f"topoeval.metrics.collateral.x__same_modulo_id__mutmut_{n}": "rsplit('.') or rsplit('.', 2) for rsplit('.', "
+       "1): the same last part" for n in (5, 8, 14, 17)},
+    **{f"topoeval.metrics.collateral.x_classify__mutmut_{n}": "the order entities are visited in: each adds its own "
+       "entry, nothing else, and the entries are sorted by _natural at the end" for n in (63, 65, 184, 186)},
+    **{f"topoeval.metrics.collateral.x_classify__mutmut_{n}": "a `gold is not None` test made always true: where gold "
+       "is None, pair_created has no gold entity to pair (so pairs and gold_new are empty and the branch is never "
+       "reached)" for n in (26, 75, 202)},
 }
 
 #: mutmut's exit codes by what they mean (mutmut.stats.status_by_exit_code); a test process the mutant made crash

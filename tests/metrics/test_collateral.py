@@ -28,14 +28,14 @@ def test_changed_entities_are_those_added_removed_or_changed_and_a_null_value_is
 
 def test_each_entity_of_a_gold_plan_run_falls_in_its_kind_with_its_calls_and_values():
     before = {"balance": 100, "seats.A": 2, "seats.B": 4, "seats.C": 5, "loyalty.U1": 0, "clock.now": 1,
-              "holds.H0": "free"}
+              "holds.H0": "free", "holds.H2": "free", "notes.N0": "x"}
     booking = {"id": "B1", "flight": "A", "price": 10}
     gold = {**before, "balance": 90, "seats.A": 1, "loyalty.U1": 10, "bookings.B1": booking,
-            "tickets.T1": {"id": "T1"}, "clock.now": 2, "clock.t2": 0}
+            "tickets.T1": {"id": "T1"}, "clock.now": 2, "clock.t2": 0, "notes.N0": "y"}
     after = {**before, "balance": 80, "seats.A": 1, "seats.B": 3, "clock.now": 9, "holds.H0": "held",
              "bookings.B7": {"id": "B7", "flight": "A", "price": 10}, "holds.H9": {"flight": "B"}, "notes.N1": "hi"}
     touched = {"balance": [3], "seats.A": [1], "seats.B": [2, 1], "seats.C": [2], "bookings.B7": [3],
-               "holds.H9": [1], "holds.H0": [1], "notes.N1": [4], "clock.now": [1]}
+               "holds.H9": [1], "holds.H0": [1], "holds.H2": [1], "notes.N1": [4], "clock.now": [1]}
     scope = CollateralScope(gold_state={}, in_scope=["holds.*"], ignore=["clock.*"])
     report = classify(before, after, gold, scope, touched, irreversible_calls={3})
     assert report.basis == "gold_state"
@@ -46,9 +46,12 @@ def test_each_entity_of_a_gold_plan_run_falls_in_its_kind_with_its_calls_and_val
         ("bookings.B7", "in_scope", False, [3], None, {"id": "B7", "flight": "A", "price": 10}, booking),
         # declared in scope: any end value is the task's to judge, created or not
         ("holds.H0", "in_scope", True, [1], "free", "held", "free"),
+        ("holds.H2", "in_scope", True, [1], "free", "free", "free"),  # written and put back
         ("holds.H9", "in_scope", True, [1], None, {"flight": "B"}, None),
         ("loyalty.U1", "missed", True, [], 0, 0, 10),
-        ("notes.N1", "collateral", True, [4], None, "hi", None),  # created outside the scope
+        # the gold plan changed a note that existed: missed, and no match for one the run created (outside the scope)
+        ("notes.N0", "missed", True, [], "x", "x", "y"),
+        ("notes.N1", "collateral", True, [4], None, "hi", None),
         ("seats.A", "in_scope", True, [1], 2, 1, 1),
         # outside the scope: no gold value is kept (the reading records none for collateral or restored entities)
         ("seats.B", "collateral", True, [1, 2], 4, 3, None),
@@ -61,12 +64,13 @@ def test_each_entity_of_a_gold_plan_run_falls_in_its_kind_with_its_calls_and_val
 
 def test_created_entities_pair_equal_but_for_the_id_first_then_by_name_then_in_natural_order():
     gold = {"t.9": {"n": 1}, "t.10": {"n": 2, "id": "10"}, "t.20": {"n": 7}, "u.1": {"v": 1}, "u.2": {"v": 3}}
-    after = {"t.11": {"n": 3}, "t.12": {"n": 2, "id": "12"}, "u.2": {"v": 4}}
+    after = {"t.8": {"n": 3}, "t.11": {"n": 5}, "t.12": {"n": 2, "id": "12"}, "u.2": {"v": 4}}
     report = classify({}, after, gold, CollateralScope(gold_state={}), {}, set())
     assert _rows(report) == [
-        ("t.11", "wrong_in_scope", True, [], None, {"n": 3}, {"n": 1}),  # the first free one: t.9 before t.10
+        # t.12 equals t.10 but for its id; then, in natural order (t.8 before t.11, t.9 before t.20), the rest
+        ("t.8", "wrong_in_scope", True, [], None, {"n": 3}, {"n": 1}),
+        ("t.11", "wrong_in_scope", True, [], None, {"n": 5}, {"n": 7}),
         ("t.12", "in_scope", True, [], None, {"n": 2, "id": "12"}, {"n": 2, "id": "10"}),
-        ("t.20", "missed", True, [], None, None, {"n": 7}),
         ("u.1", "missed", True, [], None, None, {"v": 1}),
         ("u.2", "wrong_in_scope", True, [], None, {"v": 4}, {"v": 3}),  # the same name, though u.1 comes first
     ]
@@ -121,3 +125,32 @@ def test_an_id_is_blanked_only_where_a_whole_scalar_field_is_it():
 def test_names_sort_with_their_numbers_read_as_numbers():
     names = ["t.10", "t.9", "t.a", "s.2.b", "t.1"]
     assert sorted(names, key=_natural) == ["s.2.b", "t.1", "t.9", "t.10", "t.a"]
+
+
+def test_created_entities_pair_only_within_their_collection_the_name_without_its_last_part():
+    gold = {"a.G1": {"v": 2}, "b.G1": {"v": 1}, "db.y.G1": {"v": 0}, "loan": {"v": 9}}
+    after = {"a.X1": {"v": 1}, "db.x.N1": {"v": 0}, "credit": {"v": 9}}
+    report = classify({}, after, gold, CollateralScope(gold_state={}), {}, set())
+    assert [(e.entity, e.kind, e.gold) for e in report.entities] == [
+        ("a.X1", "wrong_in_scope", {"v": 2}),  # equal to b.G1, but b is another collection
+        ("b.G1", "missed", {"v": 1}),
+        ("credit", "in_scope", {"v": 9}),  # two top-level entities: one collection (the root)
+        ("db.x.N1", "collateral", None),  # db.x is not db.y
+        ("db.y.G1", "missed", {"v": 0}),
+    ]
+
+
+def test_the_id_blanked_is_the_last_part_of_a_deep_name():
+    gold = {"db.bookings.B1": {"id": "B1", "seat": "2A"}}
+    after = {"db.bookings.B7": {"id": "B7", "seat": "2A"}}
+    report = classify({}, after, gold, CollateralScope(gold_state={}), {}, set())
+    assert [(e.entity, e.kind) for e in report.entities] == [("db.bookings.B7", "in_scope")]
+
+
+def test_a_removed_entity_is_not_one_set_to_null():
+    before = {"x.1": 1, "x.2": 1, "x.3": 1}
+    gold = {"x.1": None, "x.3": None}  # the gold plan nulls x.1 and x.3 and removes x.2
+    after = {"x.2": None, "x.3": None}  # the run removes x.1, nulls x.2 and x.3
+    report = classify(before, after, gold, CollateralScope(gold_state={}), {}, set())
+    assert [(e.entity, e.kind) for e in report.entities] == [
+        ("x.1", "wrong_in_scope"), ("x.2", "wrong_in_scope"), ("x.3", "in_scope")]
