@@ -45,7 +45,7 @@ def shipped_specs() -> dict[str, TopologySpec]:
             specs[label] = TopologySpec(name=label, suite=suite, transforms=[{"name": name, "args": args}])
     registry = SuiteRegistry()
     for p in protocol_names():
-        if p == "wiki_to_tau2" and importlib.util.find_spec("tau2") is None:
+        if p.startswith("wiki_to_tau2") and importlib.util.find_spec("tau2") is None:
             continue  # τ² lives in .venv-tau2 (its topologies are not generated suites anyway)
         proto = load_protocol(p, registry)
         for t in proto.declared_topologies():  # a matrix has no train or test: its topologies

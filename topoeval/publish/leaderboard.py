@@ -26,7 +26,7 @@ section on them, every other committed number kept (after a retraining, without 
 committed ones of the same protocol and model, every other committed row is kept.
 
 The designed matrix ``axis_matrix`` (loss per axis): the reference policies on its 21 topologies, and the
-wiki-trained adapters on the 7 generated around wiki (:data:`AXIS_RUN`). τ² (``wiki_to_tau2``): the reference
+wiki-trained adapters on the 7 generated around wiki (:data:`AXIS_RUN`). τ² (``wiki_to_tau2_solo``): the reference
 policies on wiki and τ² telecom's solo mode (:data:`TAU2_RUN`); its extra has a virtualenv of its own, so
 ``make leaderboard-tau2`` runs that part there, and the main leaderboard skips it in one line, its rows kept.
 
@@ -94,11 +94,11 @@ AXIS_WIKI_TOPOLOGIES = ["wiki", "wiki+renamed", "wiki+distractors", "wiki+hermes
                         "wiki+renamed+hermes"]
 AXIS_RUN: dict[str, Any] = {"tasks": 12, "shots": [0], "temperature": 0.0, "max_turns": 6, "max_tokens": 64,
                             "topologies": AXIS_WIKI_TOPOLOGIES}
-#: τ²-bench (issue 57): the reference policies on wiki_to_tau2's telecom (solo: no user model) topology. Its
-#: extra lives in a virtualenv of its own, so this part runs there (`make leaderboard-tau2`); elsewhere it is
-#: skipped in one line and its committed rows are kept.
-TAU2 = "wiki_to_tau2"
-TAU2_RUN: dict[str, Any] = {"tasks": 20, "topologies": ["wiki", "tau2-telecom"]}
+#: τ²-bench (issue 57): the reference policies on wiki_to_tau2_solo (wiki, and τ² telecom in solo mode: no model
+#: plays the customer), 20 tasks each. Its extra lives in a virtualenv of its own, so this part runs there
+#: (`make leaderboard-tau2`); elsewhere it is skipped in one line and its committed rows are kept.
+TAU2 = "wiki_to_tau2_solo"
+TAU2_RUN: dict[str, Any] = {"tasks": 20}
 REPO_ID = "topoeval/leaderboard"
 
 
