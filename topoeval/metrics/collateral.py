@@ -53,7 +53,9 @@ class EntityChange(BaseModel):
                              description="Indices (into the episode's calls) of the calls after which it changed.")
     before: Any = Field(default=None, description="Its value at the start (None: it did not exist).")
     after: Any = Field(default=None, description="Its value at the end of the run (None: it does not exist).")
-    gold: Any = Field(default=None, description="Its value after the gold plan, where the scope has a gold state.")
+    gold: Any = Field(default=None, description=(
+        "Its value after the gold plan, for an entity in scope where the scope has a gold state (None outside the "
+        "scope, where the gold plan leaves it as ``before``)."))
 
 
 class CollateralReport(BaseModel):
