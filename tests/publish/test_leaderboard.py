@@ -232,4 +232,7 @@ def test_each_planned_run_belongs_to_a_part_and_the_new_parts_are_planned():
     assert {r.part for r in runs} == set(PARTS)
     axis = [r for r in runs if r.part == "axis_matrix"]
     assert {r.folder for r in axis} == {"reference", "wiki-adapters"} and all(r.protocol == AXIS_MATRIX for r in axis)
-    assert [r.protocol for r in runs if r.part == "tau2"] == [TAU2]
+    tau2 = [r for r in runs if r.part == "tau2"]
+    assert {r.protocol for r in tau2} == {TAU2} and [r.folder for r in tau2] == ["reference", "models"]
+    text = (leaderboard.Path(__file__).parents[2] / "protocols" / f"{TAU2}.yaml").read_text()
+    assert "{domain: telecom, solo: true}" in text and "airline" not in text  # no customer: no user model

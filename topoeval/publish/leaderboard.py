@@ -27,7 +27,8 @@ committed ones of the same protocol and model, every other committed row is kept
 
 The designed matrix ``axis_matrix`` (loss per axis): the reference policies on its 21 topologies, and the
 wiki-trained adapters on the 7 generated around wiki (:data:`AXIS_RUN`). τ² (``wiki_to_tau2_solo``): the reference
-policies on wiki and τ² telecom's solo mode (:data:`TAU2_RUN`); its extra has a virtualenv of its own, so
+policies on wiki and τ² telecom's solo mode (:data:`TAU2_RUN`), then the base and the shipped adapters
+(:data:`TAU2_MODEL_RUN`); its extra has a virtualenv of its own, so
 ``make leaderboard-tau2`` runs that part there, and the main leaderboard skips it in one line, its rows kept.
 
 The two collapse protocols test the same tasks of the same two topologies with the same prompts, so
@@ -99,6 +100,9 @@ AXIS_RUN: dict[str, Any] = {"tasks": 12, "shots": [0], "temperature": 0.0, "max_
 #: (`make leaderboard-tau2`); elsewhere it is skipped in one line and its committed rows are kept.
 TAU2 = "wiki_to_tau2_solo"
 TAU2_RUN: dict[str, Any] = {"tasks": 20}
+#: then the base and the shipped adapters (the collapse's models) on its first 10 tasks, 0-shot, greedy, the
+#: collapse's 6 turns of 64 tokens (τ²'s policy and tools make a prompt of ~5,000 tokens: a 135M model's turn is slow)
+TAU2_MODEL_RUN: dict[str, Any] = {"tasks": 10, "shots": [0], "temperature": 0.0, "max_turns": 6, "max_tokens": 64}
 REPO_ID = "topoeval/leaderboard"
 
 
@@ -168,6 +172,7 @@ def plan() -> list[PlannedRun]:
         PlannedRun(AXIS_MATRIX, tuple(sorted(REFERENCE)), "reference", {}),
         PlannedRun(AXIS_MATRIX, AXIS_MODELS, "wiki-adapters", AXIS_RUN),
         PlannedRun(TAU2, tuple(sorted(REFERENCE)), "reference", TAU2_RUN),
+        PlannedRun(TAU2, COLLAPSE_MODELS, "models", TAU2_MODEL_RUN),
     ]
 
 
