@@ -60,7 +60,8 @@ TARGETS: dict[str, list[str]] = {
     "topoeval/runner/lock.py": ["tests/runner/test_lock_edges.py", "tests/runner/test_lock.py"],
     # (tests/metrics/test_properties.py loads every shipped protocol: it needs the bfcl and agentdojo suites, which
     # this virtualenv leaves out)
-    "topoeval/metrics/dimensions.py": ["tests/metrics/test_dimensions_record.py", "tests/metrics/test_dimensions.py",
+    "topoeval/metrics/dimensions.py": ["tests/metrics/test_dimensions_faults.py",
+                                       "tests/metrics/test_dimensions_record.py", "tests/metrics/test_dimensions.py",
                                        "tests/metrics/test_progress.py",
                                        "tests/metrics/test_unanswered.py"],
     "topoeval/publish/tables.py": ["tests/publish/test_tables.py", "tests/publish/test_tables_collateral.py",
@@ -127,9 +128,27 @@ EQUIVALENT: dict[str, str] = {
     "topoeval.runner.lock.xǁRunLockǁrelease__mutmut_4": "held.exclusive = None is falsy, as False is",
     **{f"topoeval.metrics.dimensions.{name}": "zip(strict=...): the two sequences always have the same length"
        for name in ("x_priority__mutmut_48", "x_priority__mutmut_51", "x_priority__mutmut_52",
-                    "x_serial_violations__mutmut_20")},
+                    "x_serial_violations__mutmut_20", "x_serial_violations__mutmut_23",
+                    "x_serial_violations__mutmut_24")},
     **{f"topoeval.metrics.dimensions.x__too_early__mutmut_{n}": "another 'never' turn for an instruction that "
        "never starts (11**9 or 10**10 for 10**9): larger than any turn either way" for n in (6, 7)},
+    **{f"topoeval.metrics.dimensions.x_serial_violations__mutmut_{n}": "another 'never seen' turn for a dependency "
+       "not called yet (11**9 or 10**10 for 10**9): larger than any turn either way" for n in (34, 35)},
+    **{f"topoeval.metrics.dimensions.x__instruction_at__mutmut_{n}": "max's default (None, 1 or none for 0): never "
+       "used, since instruction_starts always puts instruction 0 at turn 0 (the runner marks only instructions "
+       "> 0) and turns start at 0, so some start is at or before every turn" for n in (2, 4, 6)},
+    "topoeval.metrics.dimensions.x_commit_faults__mutmut_43": "-2 for -1 as the call index of an untagged event: "
+    "both are below every commit's index (0 or more; an untagged commit's is 0)",
+    **{f"topoeval.metrics.dimensions.x_decision_quality__mutmut_{n}": "an argument of parallelism or efficiency "
+       "(tools, task, events, done) dropped or None: given done, they read their plan from it and use the others "
+       "only to compute it; without done, they compute the same progress from the same arguments"
+       for n in (40, 41, 46, 49, 52, 53, 58)},
+    "topoeval.metrics.dimensions.x_decision_quality__mutmut_85": "coverage without the `if done.nodes` test: a "
+    "plan without world nodes expects nothing, so done.coverage is None already",
+    "topoeval.metrics.dimensions.x_efficiency__mutmut_24": "`precision or 1.0`: precision is 0 only when no call "
+    "matched a node, and then coverage is 0 too (the product is 0 either way); it is None only without counted "
+    "calls, which returns before",
+    "topoeval.metrics.dimensions.x_priority__mutmut_7": "_commits(None, ...): _commits does not read its task",
     **{f"topoeval.runner.store.x__copy__mutmut_{n}": "the chunk size (1 or 2 MiB): the same bytes copied"
        for n in (13, 14)},
     "topoeval.runner.store.x__copy__mutmut_6": "`size >= 0`: one more read of 0 bytes, which ends the loop",
