@@ -9,6 +9,7 @@ from pathlib import Path
 SUITE_API = {
     "topoeval.core.annotations": ["ArgNames", "ToolAnnotation", "load_model_file"],
     "topoeval.core.answers": ["exact_match", "normalize_answer", "token_f1"],
+    "topoeval.core.collateral": ["CollateralScope", "changed_entities", "entities_at_depth"],
     "topoeval.core.commands": ["command_env", "commands_allowed", "guard"],
     "topoeval.core.errors": ["UserError"],
     "topoeval.core.fixed_pool": ["FixedPoolSuite", "commit_targets", "derive_topology"],

@@ -130,6 +130,8 @@ def test_no_mcp_server_process_outlives_an_inspect_rollout(tmp_path, monkeypatch
                          display="none", max_samples=1)
     assert log.status == "success", log.error
     assert all(s.scores["topoeval_scorer"].value["success"] == 1.0 for s in log.samples)  # the server really ran
-    assert len(made) == 4 and set(closed) >= set(made)  # 2 samples x (solver + scorer replay), each closed
+    # 2 samples x (solver + scorer replay), and the gold plan's world of each task's collateral scope (once a task),
+    # each closed
+    assert len(made) == 6 and set(closed) >= set(made)
     assert processes_with(str(own)) == []
     assert list(own.glob("topoeval-mcp-*")) == []

@@ -31,10 +31,9 @@ from fnmatch import fnmatchcase
 from functools import cache
 from typing import Any
 
-from topoeval.core.collateral import CollateralScope
+from topoeval.core.collateral import CollateralScope, changed_entities
 from topoeval.core.gold import tool_results
 from topoeval.core.suite import Task
-from topoeval.metrics.collateral import changed_entities
 
 from .bridge import DOMAINS, load_domain
 from .overlay import load_annotations

@@ -31,9 +31,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from topoeval.core.collateral import CollateralScope
+from topoeval.core.collateral import CollateralScope, changed_entities
 from topoeval.core.suite import Task
-from topoeval.metrics.collateral import changed_entities
 
 from . import data
 from .world import BfclWorld, instance_state

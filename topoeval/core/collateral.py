@@ -62,3 +62,11 @@ def entities_at_depth(snapshot: dict[str, Any], depth: int = 2) -> dict[str, Any
 
     walk(snapshot, ())
     return out
+
+
+_ABSENT = object()
+
+
+def changed_entities(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
+    """Names of the entities whose value differs between two entity maps (added and removed included)."""
+    return {k for k in set(before) | set(after) if before.get(k, _ABSENT) != after.get(k, _ABSENT)}

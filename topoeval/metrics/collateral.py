@@ -36,7 +36,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from topoeval.core.collateral import CollateralScope
+from topoeval.core.collateral import CollateralScope, changed_entities
+
+__all__ = ["CollateralReport", "EntityChange", "changed_entities", "classify", "collateral_scores", "pair_created"]
 
 Kind = Literal["in_scope", "wrong_in_scope", "missed", "collateral", "restored"]
 
@@ -67,11 +69,6 @@ class CollateralReport(BaseModel):
 
     def of_kind(self, kind: Kind) -> list[EntityChange]:
         return [e for e in self.entities if e.kind == kind]
-
-
-def changed_entities(before: dict[str, Any], after: dict[str, Any]) -> set[str]:
-    """Names of the entities whose value differs between two entity maps (added and removed included)."""
-    return {k for k in set(before) | set(after) if before.get(k, _ABSENT) != after.get(k, _ABSENT)}
 
 
 def _collection(entity: str) -> str:
