@@ -69,3 +69,19 @@ def test_a_run_with_two_samples_reports_them_in_summary_markdown_and_html(tmp_pa
     md = (out / "report.md").read_text()
     assert "## Training-signal diagnostics" in md and "| oracle | 0-shot | echo-a | 2 | 1.00 | 0.00 | 0.50 |" in md
     assert "Training-signal diagnostics" in (out / "report.html").read_text()
+
+
+def test_a_cell_whose_prompt_outgrew_the_context_names_that_cause_not_the_call_format():
+    """τ² telecom's policy and tools overflow the embedded model's 8,192 tokens: every episode ends at the context
+    window before a reply, and the notice must say so rather than blame a tool-call format."""
+    from topoeval.analysis.diagnostics import NO_TOOL_CALL_CAUSES, no_tool_call_notice
+
+    def cell(status):
+        return {"model": "smollm2-135m-wiki", "baseline": "0-shot", "topology": "tau2-telecom-solo",
+                "never_calls_tools": True, "n_episodes": 10, "n_errors": 0, "status": status,
+                "diagnostics": {"no_tool_call_episodes": 10}}
+
+    outgrown = no_tool_call_notice([cell({"limit:context_window": 10})])
+    assert "10 of their 10 episodes ended at the model's context window" in outgrown
+    assert NO_TOOL_CALL_CAUSES not in outgrown
+    assert no_tool_call_notice([cell({"limit:context_window": 2, "done": 8})]).endswith(f"{NO_TOOL_CALL_CAUSES}.")

@@ -198,6 +198,9 @@ def no_tool_call_notice(cells: list[dict[str, Any]]) -> str | None:
     flagged = [c for c in cells if c.get("never_calls_tools")]
     if not flagged:
         return None
+    # a prompt the model's context cannot hold ends each episode before its first reply: that is the cause then
+    scored_total = sum(c.get("n_episodes", 0) - c.get("n_errors", 0) for c in flagged)
+    outgrown = sum((c.get("status") or {}).get("limit:context_window", 0) for c in flagged)
     listed = []
     for c in flagged[:6]:
         d = c.get("diagnostics") or {}
@@ -205,5 +208,10 @@ def no_tool_call_notice(cells: list[dict[str, Any]]) -> str | None:
         listed.append(f"{c['model']} · {c['baseline']} · {c['topology']} ({d.get('no_tool_call_episodes', 0)} of "
                       f"{scored})")
     more = f" and {len(flagged) - 6} more cell(s)" if len(flagged) > 6 else ""
+    causes = NO_TOOL_CALL_CAUSES
+    if scored_total and outgrown >= NO_TOOL_CALL_SHARE * scored_total - 1e-9:
+        causes = (f"{outgrown} of their {scored_total} episodes ended at the model's context window "
+                  "(limit:context_window): the prompt with its tools outgrew what the model can read, so it never "
+                  "replied; only a model with a longer context changes that")
     return (f"No valid tool call in at least {NO_TOOL_CALL_SHARE:.0%} of the episodes of {', '.join(listed)}{more}: "
-            f"{NO_TOOL_CALL_CAUSES}.")
+            f"{causes}.")
