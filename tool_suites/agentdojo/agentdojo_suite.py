@@ -136,16 +136,10 @@ class AgentDojoSuite(FixedPoolSuite[AgentDojoParams]):
         return {"success": float(utility(task.data["domain"], task.data["user_task"], final_answer or "", world))}
 
     # -- collateral damage (:mod:`.collateral`) ------------------------------------------
-    def unavailable(self) -> str | None:
-        """The one-line install hint where this suite's extra is missing here (a transfer matrix skips the
-        column with it), else None."""
+    def require_extra(self) -> None:
         from .bridge import agentdojo_modules
 
-        try:
-            agentdojo_modules()
-        except UserError as exc:
-            return str(exc)
-        return None
+        agentdojo_modules()
 
     def collateral_scope(self, task: Task) -> CollateralScope:
         """What the task may change: the world after its plan (AgentDojo's deduplicated ground truth)."""

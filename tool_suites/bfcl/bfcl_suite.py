@@ -24,7 +24,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from topoeval.core.collateral import CollateralScope
-from topoeval.core.errors import UserError
 from topoeval.core.messages import AssistantMessage, final
 from topoeval.core.fixed_pool import FixedPoolSuite, commit_targets
 from topoeval.core.suite import Effect, Instruction, Split, Task, ToolSpec, TopologyDescriptor, World, task_id, task_seed
@@ -201,16 +200,10 @@ class BfclSuite(FixedPoolSuite[BfclParams]):
         return {"success": float(world.passed), "turn_success": passed / checked if checked else None,
                 "abstained": abstained}
 
-    def unavailable(self) -> str | None:
-        """The one-line install hint where this suite's extra is missing here (a transfer matrix skips the
-        column with it), else None."""
+    def require_extra(self) -> None:
         from .data import require_bfcl
 
-        try:
-            require_bfcl()
-        except UserError as exc:
-            return str(exc)
-        return None
+        require_bfcl()
 
     def collateral_scope(self, task: Task) -> CollateralScope:
         return collateral.scope(task)

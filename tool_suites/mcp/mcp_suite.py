@@ -228,16 +228,10 @@ class McpSuite(FixedPoolSuite[McpParams]):
         failed = (final_answer or "").startswith(oracles.PLAN_FAILED)
         return {"success": float(all(results) and not failed), "partial": sum(results) / len(results)}
 
-    def unavailable(self) -> str | None:
-        """The one-line install hint where this suite's extra is missing here (a transfer matrix skips the
-        column with it), else None."""
+    def require_extra(self) -> None:
         from .connection import require_mcp
 
-        try:
-            require_mcp()
-        except UserError as exc:
-            return str(exc)
-        return None
+        require_mcp()
 
     def collateral_scope(self, task: Task) -> CollateralScope | None:
         return collateral.scope(task)

@@ -102,14 +102,9 @@ class Tau2Suite(FixedPoolSuite[Tau2Params]):
         text = t2.system_prompt.format(agent_instruction=instruction, domain_policy=policy(params.domain, params.solo))
         return f"{text}\n{SOLO_INTERFACE if params.solo else INTERFACE}"
 
-    def unavailable(self) -> str | None:
-        """Why the suite cannot run here — τ² missing, or another version: the one-line install hint — else
-        None; a transfer matrix skips its τ² columns with that reason."""
-        try:
-            tau2_modules()
-        except UserError as exc:
-            return str(exc)
-        return None
+    def require_extra(self) -> None:
+        """τ² missing, or another version: the one-line install hint (a transfer matrix skips τ² columns with it)."""
+        tau2_modules()
 
     def run_problems(self, params: Tau2Params, user_model: str | None) -> list[str]:
         """What the topology needs of a run and does not get, one line each, for a check before the first

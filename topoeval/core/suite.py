@@ -366,9 +366,19 @@ class Suite(ABC, Generic[ParamsT]):
         any change there. Default None (nothing beyond the task data, and run ids stay as they were)."""
         return None
 
+    def require_extra(self) -> None:
+        """Raise :class:`~topoeval.core.errors.UserError` with the one-line install hint where an optional
+        extra the suite needs is missing here (default: nothing to check)."""
+
     def unavailable(self) -> str | None:
-        """Why the suite cannot run in this environment (an optional extra missing: its one-line install
-        hint), else None (the default). A transfer matrix skips such a suite's columns with that line."""
+        """Why the suite cannot run in this environment (:meth:`require_extra`'s line), else None. A transfer
+        matrix skips such a suite's columns with that line."""
+        from topoeval.core.errors import UserError
+
+        try:
+            self.require_extra()
+        except UserError as exc:
+            return str(exc)
         return None
 
     def run_problems(self, params: ParamsT, user_model: str | None) -> list[str]:

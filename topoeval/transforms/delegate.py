@@ -18,7 +18,7 @@ from topoeval.core.suite import Split, Suite, SuiteManifest, Task, ToolSpec, Top
 #: The suite contract a delegating suite forwards to its inner suite (a test keeps it whole).
 FORWARDED = ("parse_params", "task_problems", "tools_for", "topology_for", "system_prompt", "expand_calls",
              "generate", "tasks", "iter_tasks", "pool_size", "make_world", "score", "oracle", "rationale",
-             "behaviour_version", "unavailable", "run_problems", "ends_episode", "collateral_scope",
+             "behaviour_version", "require_extra", "unavailable", "run_problems", "ends_episode", "collateral_scope",
              "collateral_entities", "collateral_call")
 
 
@@ -81,6 +81,9 @@ class DelegatingSuite(Suite[Any]):
 
     def behaviour_version(self) -> str | None:
         return self.inner.behaviour_version()
+
+    def require_extra(self) -> None:
+        self.inner.require_extra()
 
     def unavailable(self) -> str | None:
         return self.inner.unavailable()
