@@ -87,11 +87,26 @@ def test_usage_errors_are_typer_messages_with_exit_2(args, words, topoeval_cmd):
     proc = subprocess.run([*topoeval_cmd, *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines[0].startswith("Usage: ") and "--help" in lines[1], proc.stderr
     assert len(lines) == 3 and lines[-1].startswith("Error: "), proc.stderr
     assert all(w.lower() in lines[-1].lower() for w in words), proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["models"], ["--version"], ["--help"]], ids=["rich-table", "echo", "help"])
+def test_a_listing_piped_into_a_reader_that_has_gone_exits_0_without_a_traceback(args, topoeval_cmd):
+    """``topoeval models | head -1``: the reader closes the pipe early; the command ends quietly with 0 (rich
+    and click would each turn the broken pipe into exit code 1, Python into a BrokenPipeError traceback)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the command writes anything: every write meets a broken pipe
+    try:
+        proc = subprocess.run([*topoeval_cmd, *args], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 
 def test_docs_cli_documents_every_command_and_flag():

@@ -4,6 +4,7 @@ code 2."""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Any
@@ -80,7 +81,54 @@ def _terminate(signum, frame) -> None:
 
 
 def main() -> None:
-    """Entry point: one-line errors for user mistakes, resumable message on Ctrl-C or SIGTERM."""
+    """Entry point: one-line errors for user mistakes, resumable message on Ctrl-C or SIGTERM, and a quiet
+    exit 0 when the reader of stdout goes away (``topoeval models | head -1``)."""
+    stdout_at_start = _fd_identity(1)
+    try:
+        _main()
+        sys.stdout.flush()  # inside the try: a broken pipe at the interpreter's final flush is caught too
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except SystemExit as exc:
+        # rich (Console.on_broken_pipe) and click (main's EPIPE branch) turn a broken pipe into exit code 1
+        if exc.code == 1 and _stdout_reader_gone(stdout_at_start):
+            _quiet_broken_pipe()
+        raise
+
+
+def _fd_identity(fd: int) -> tuple[int, int] | None:
+    """(device, inode) of what a file descriptor is open on; None when it is closed."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _stdout_reader_gone(stdout_at_start: tuple[int, int] | None) -> bool:
+    """Whether stdout's reader has gone: stdout is a pipe whose read end is closed, or something (rich, on a
+    broken pipe) has put another file in its place since the start."""
+    if _fd_identity(1) != stdout_at_start:
+        return True
+    import select
+
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(1, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _quiet_broken_pipe() -> None:
+    """Python's recipe for SIGPIPE (docs: signal, "Note on SIGPIPE"): stdout onto devnull so the interpreter's
+    last flush cannot fail again, then exit 0 as a command piped into ``head`` should."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    sys.exit(0)
+
+
+def _main() -> None:
+    """The commands, with one-line errors for user mistakes and a resumable message on Ctrl-C or SIGTERM."""
     import signal
 
     signal.signal(signal.SIGTERM, _terminate)
