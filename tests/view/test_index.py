@@ -8,7 +8,15 @@ import pytest
 import topoeval
 from topoeval.runner.store import read_episodes
 from topoeval.view import index as view_index
-from topoeval.view.index import STATUSES, EpisodeIndex, _parsed, find_runs
+from topoeval.view.index import (
+    COLLATERAL,
+    IRREVERSIBLE_COLLATERAL,
+    NO_COLLATERAL,
+    STATUSES,
+    EpisodeIndex,
+    _parsed,
+    find_runs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +31,14 @@ def test_the_index_agrees_with_the_records(run_dir):
     records = read_episodes(run_dir)
     assert len(index) == len(records) == 18
     for n, rec in enumerate(records):
-        cell, task, sample, status, success, failing = index.rows[n]
+        cell, task, sample, status, success, failing, collateral = index.rows[n]
         assert index.cells[cell] == (rec["model"], rec["baseline"], rec["topology"])
         assert index.tasks[task] == rec["task_id"] and sample == rec["sample"] and STATUSES[status] == rec["status"]
         assert success == int(rec["scores"]["success"] >= 1)
         assert bool(failing & (1 << 2)) == (rec["scores"]["risk"] is not None and rec["scores"]["risk"] < 1)
+        damage = rec["scores"].get("collateral")  # travel defines a scope, wiki none
+        assert collateral == (None if damage is None else NO_COLLATERAL if damage < 1 else
+                              IRREVERSIBLE_COLLATERAL if rec["scores"]["collateral_irreversible"] >= 1 else COLLATERAL)
         assert index.records(n, n + 1) == [rec]
 
 
@@ -93,13 +104,42 @@ def test_the_keys_read_in_place_agree_with_each_line_parsed_whole(run_dir, tmp_p
     assert len(index) == len(recs) and "1e-05" in "".join(lines)
     assert len(whole) == len(lines[4::6])  # only the lines whose scores lack success were parsed whole
     for n, line in enumerate(lines):
-        key, status, success, failing = _parsed(line.encode())
+        key, status, success, failing, collateral = _parsed(line.encode())
         cell, task, sample, *rest = index.rows[n]
         assert "|".join([*index.cells[cell], index.tasks[task], str(sample)]) == key
-        assert rest == [status, success, failing], (n, line[-400:])
+        assert rest == [status, success, failing, collateral], (n, line[-400:])
         assert index.records(n, n + 1)[0]["key"] == key
     assert index.rows[1][3] == "limit:max_turns" and index.rows[4][4] is None
     assert any(r[5] for n, r in enumerate(index.rows) if n % 6 == 3)  # 1e-05 is below 1
+
+
+def test_collateral_read_in_place_agrees_with_the_line_parsed_whole(run_dir, tmp_path, monkeypatch):
+    """Each episode's collateral code (damaged and irreversible, damaged, clean, not measured) read from the
+    line's text is the one of the line parsed whole; a collateral value not laid out as the runner writes it
+    sends the line to the parser."""
+    (travel,) = [r for r in read_episodes(run_dir) if r["scores"].get("collateral") is not None][:1]
+    variants = {(1.0, 1.0): IRREVERSIBLE_COLLATERAL, (1.0, 0.0): COLLATERAL, (0.0, 0.0): NO_COLLATERAL,
+                (1.0, None): COLLATERAL, None: None, ("yes", 0.0): None}
+    lines = []
+    for n, variant in enumerate(variants):
+        rec = json.loads(json.dumps(travel))
+        rec["sample"], rec["key"] = n, rec["key"].rsplit("|", 1)[0] + f"|{n}"
+        if variant is None:
+            for k in ("collateral", "collateral_irreversible", "collateral_entities"):
+                del rec["scores"][k]
+        else:
+            rec["scores"]["collateral"], rec["scores"]["collateral_irreversible"] = variant
+        lines.append(json.dumps(rec))
+    copy = tmp_path / "run"
+    copy.mkdir()
+    (copy / "episodes.jsonl").write_text("".join(line + "\n" for line in lines))
+    (copy / "run.json").write_text("{}")
+    whole = []
+    monkeypatch.setattr(view_index, "_parsed", lambda line: whole.append(line) or _parsed(line))
+    index = EpisodeIndex.build(copy)
+    assert [r[6] for r in index.rows] == list(variants.values())
+    assert [_parsed(line.encode())[4] for line in lines] == list(variants.values())
+    assert len(whole) == 1 and b'"collateral": "yes"' in whole[0]  # only the string value was parsed whole
 
 
 def test_an_index_read_in_two_goes_is_the_one_read_in_one(run_dir, tmp_path):

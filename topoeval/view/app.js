@@ -1,7 +1,7 @@
 /* topoeval view: the runs list, a run (headline, pictures, tables, episodes), an episode as a
    conversation, two episodes side by side (the first turn where they differ marked), and a cell's
-   "what flipped" page (flips.js). All state is in the query string (?run=&cell=&outcome=&dim=&page=
-   &ep=&vs=, and flips.js's &flips=&with=&dir=&task=), so a URL opens any view. Data come from the server as JSON, fetched with the
+   "what flipped" page (flips.js). All state is in the query string (?run=&cell=&outcome=&dim=&collateral=
+   &page=&ep=&vs=, and flips.js's &flips=&with=&dir=&task=), so a URL opens any view. Data come from the server as JSON, fetched with the
    launch's token (data/*.json); a static export's page (body data-source="scripts") loads them as
    scripts calling topoevalData (data/*.js), which work from file://, and only for a run id its runs
    list holds. Episode text is always set as text (el()), never parsed as markup. */
@@ -102,11 +102,24 @@
     if (f.outcome === "failure" && !(status !== "error" && e[4] !== 1)) return false;
     if (f.outcome === "error" && status !== "error") return false;
     if (f.dim) { var i = run.dimensions.indexOf(f.dim); if (i < 0 || !(e[5] & (1 << i))) return false; }
+    // e[6]: the episode's collateral damage (index.py): 0 none, 1 reversible only, 2 irreversible, null not measured
+    if (f.collateral === "yes" && !(e[6] >= 1)) return false;
+    if (f.collateral === "irreversible" && e[6] !== 2) return false;
+    if (f.collateral === "no" && e[6] !== 0) return false;
     return true;
   }
-  function filters() { return { cell: q.get("cell") || "", outcome: q.get("outcome") || "", dim: q.get("dim") || "" }; }
+  function filters() {
+    return { cell: q.get("cell") || "", outcome: q.get("outcome") || "", dim: q.get("dim") || "", collateral: q.get("collateral") || "" };
+  }
+  function collateralMark(e) {
+    // the row's marker: the episode changed something outside its task's scope (beside success, never in it)
+    var why = "changed something outside the task's scope (its state diff says what); beside success, never in it";
+    var p = e[6] === 2 ? pill("collateral · irreversible", "collateral irr") : e[6] === 1 ? pill("collateral", "collateral") : null;
+    if (p) p.title = why;
+    return p;
+  }
   function state(extra) {
-    var s = { run: q.get("run"), cell: q.get("cell"), outcome: q.get("outcome"), dim: q.get("dim") };
+    var s = { run: q.get("run"), cell: q.get("cell"), outcome: q.get("outcome"), dim: q.get("dim"), collateral: q.get("collateral") };
     Object.keys(extra || {}).forEach(function (k) { s[k] = extra[k]; });
     return s;
   }
@@ -152,7 +165,9 @@
     add(bar,
       select("Cell", "cell", [["", "all cells"]].concat(run.cells.map(function (c, i) { return [i, cellLabel(c)]; })), f.cell),
       select("Outcome", "outcome", [["", "all"], ["success", "successes"], ["failure", "failures"], ["error", "errors (backend failed)"]], f.outcome),
-      select("Failing dimension", "dim", [["", "any"]].concat(run.dimensions.map(function (d) { return [d, d + " < 1"]; })), f.dim));
+      select("Failing dimension", "dim", [["", "any"]].concat(run.dimensions.map(function (d) { return [d, d + " < 1"]; })), f.dim),
+      select("Collateral damage", "collateral", [["", "any"], ["yes", "collateral only"], ["irreversible", "irreversible collateral"],
+        ["no", "none (scope measured)"]], f.collateral));
     main.appendChild(bar);
     if (f.cell !== "" && run.cells[+f.cell] && comparable(run, +f.cell)) {
       var what = add(el("p", "what-flipped"), link({ run: run.id, flips: f.cell }, "What flipped: " + run.cells[+f.cell].model +
@@ -168,9 +183,10 @@
       var e = run.episodes[n], c = run.cells[e[0]], tr = el("tr", "row"), status = run.statuses[e[3]] || e[3];
       tr.dataset.episode = n;
       var out = status === "error" ? pill("error", "err") : (e[4] === 1 ? pill("success", "ok") : pill(e[4] === null ? status : "failure", "fail"));
+      out = add(el("td"), out, collateralMark(e));
       var dims = el("td"); failing(run, e).forEach(function (d) { dims.appendChild(pill(d, "dim")); });
       add(tr, add(el("td", "num"), link(state({ ep: n }), String(n))), el("td", null, c.model), el("td", null, c.baseline),
-          el("td", null, c.topology), el("td", null, run.tasks[e[1]]), el("td", "num", e[2]), add(el("td"), out), dims);
+          el("td", null, c.topology), el("td", null, run.tasks[e[1]]), el("td", "num", e[2]), out, dims);
       tr.onclick = function (ev) { if (ev.target.tagName !== "A") location.href = url(state({ ep: n })); };
       t.appendChild(tr);
     });

@@ -31,7 +31,7 @@ def _outcomes(index: EpisodeIndex, cells: list[int]) -> dict[int, Outcomes]:
     error or an episode without a success score does not count, as in the cell's statistics). One pass
     over the run's index."""
     out: dict[int, Outcomes] = {c: {} for c in cells}
-    for n, (c, task, sample, status, success, _failing) in enumerate(index.rows):
+    for n, (c, task, sample, status, success, *_rest) in enumerate(index.rows):
         by_task = out.get(c)
         if by_task is not None and status != _ERROR and status != "error" and success is not None:
             by_task.setdefault(task, {})[sample] = (success, n)

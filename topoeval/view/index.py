@@ -5,7 +5,8 @@ episodes are never all parsed at once: :class:`EpisodeIndex` maps each file into
 per episode, where its line starts and ends (a byte offset and a length) and the few keys the
 viewer filters on, read from the line's text by two regular expressions matched in place: the
 episode key and status at the line's head (:data:`_HEAD`) and success and the dimensions at the
-head of the scores object, the record's last key (:data:`_SCORES_HEAD`). A line that is not laid
+head of the scores object, the record's last key (:data:`_SCORES_HEAD`), and its collateral damage,
+the scores' last ``"collateral": `` key found from the line's end (:data:`_COLLATERAL`). A line that is not laid
 out as the runner writes it is parsed whole. The latest line of a key is its record, as in the run
 folder itself (:mod:`topoeval.runner.store`). One record is then read by seeking to its offset.
 
@@ -54,6 +55,14 @@ _SCORES_HEAD = re.compile(rb'\{"success": (' + _NUMBER + rb')(?:, "\w+": ' + _NU
 #: fields (final_answer, turns, ...), then ``"messages": [`` opening an object or closing at once
 _TO_MESSAGES = re.compile(rb'(?:, "\w+": (?:null|true|false|-?[0-9][0-9.eE+-]*|"[^"\\]*(?:\\.[^"\\]*)*"))*'
                           rb', "messages": \[[{\]]')
+#: a scores object's collateral damage as the runner writes it (``collateral`` then ``collateral_irreversible``,
+#: after the reasons: :func:`topoeval.metrics.collateral.collateral_scores`), matched where its last
+#: ``"collateral": `` starts (a string cannot hold that text: its quotes would be escaped)
+_COLLATERAL_KEY = b'"collateral": '
+_COLLATERAL = re.compile(rb'"collateral": (' + _NUMBER + rb'), "collateral_irreversible": (' + _NUMBER + rb")[,}]")
+#: an episode's collateral damage in the index: None where it is not measured (the suite defines no scope, or
+#: the record predates collateral), else one of these
+NO_COLLATERAL, COLLATERAL, IRREVERSIBLE_COLLATERAL = 0, 1, 2
 _DIM_VALUE = re.compile(rb'": (' + _NUMBER + rb")")
 _SUCCESS = {b"1.0": 1, b"0.0": 0, b"null": None, b"1": 1, b"0": 0}
 #: status codes in the compact index
@@ -126,8 +135,10 @@ class EpisodeIndex:
     #: (model, baseline, topology) of each cell, in order of first appearance
     cells: list[tuple[str, str, str]] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
-    #: per episode: [cell, task, sample, status (index in STATUSES, or the text), success (1/0/None), failing]
-    #: where failing is a bit mask over DIMENSIONS (bit i: dimension i applies and scored below 1)
+    #: per episode: [cell, task, sample, status (index in STATUSES, or the text), success (1/0/None), failing,
+    #: collateral] where failing is a bit mask over DIMENSIONS (bit i: dimension i applies and scored below 1)
+    #: and collateral is NO_COLLATERAL, COLLATERAL (reversible damage only), IRREVERSIBLE_COLLATERAL, or None
+    #: (not measured: no scope, or a record from before collateral)
     rows: list[list[Any]] = field(default_factory=list)
     #: where reading stands: (file number, byte offset of the next line); past the last file when complete
     at: tuple[int, int] = (0, 0)
@@ -167,7 +178,7 @@ class EpisodeIndex:
         cell_no, task_no, by_key, masks = self._cell_no, self._task_no, self._by_key, self._masks
         where, rows = self.where, self.rows
         head, scores_head, cut_len = _HEAD.match, _SCORES_HEAD.match, len(_SCORES)
-        to_messages = _TO_MESSAGES.match
+        to_messages, collateral_at = _TO_MESSAGES.match, _collateral_at
         f, pos = self.at
         while f < len(self.files):
             mm = _mapped(self.files[f])
@@ -186,18 +197,19 @@ class EpisodeIndex:
                         h = None  # not the runner's layout up to its messages: parsed whole
                     cut = rfind(_SCORES, start, pos) if h is not None else -1
                     s = scores_head(mm, cut + cut_len, pos) if cut >= 0 else None
-                    keys = _fast(h, s, masks) if h is not None and s is not None else None
+                    keys = _fast(h, s, masks, collateral_at(mm, cut, pos)) if h is not None and s is not None \
+                        else None
                     if keys is None:
                         keys = _parsed(mm[start:pos])
                     if keys is None:
                         if mm[start:pos].strip():
                             self.skipped += 1  # a torn or foreign line: the run folder skips it too
                         continue
-                    key, status, success, failing = keys
+                    key, status, success, failing, collateral = keys
                     model, baseline, topology, task, sample = key.rsplit("|", 4)
                     row = [cell_no.setdefault((model, baseline, topology), len(cell_no)),
                            task_no.setdefault(task, len(task_no)), int(sample) if sample.isdigit() else sample,
-                           status, success, failing]
+                           status, success, failing, collateral]
                     n = by_key.setdefault(key, len(rows))
                     if n < len(rows):  # a retried episode: the latest line wins, in the first one's place
                         where[n], rows[n] = (f, start, pos - start), row
@@ -273,15 +285,49 @@ def _problem(rec: Any) -> str | None:
     return record_problem(rec)
 
 
-#: (key, status, success, failing) of one line, as a row of the index holds them
-Keys = tuple[str, int | str, int | None, int]
+#: (key, status, success, failing, collateral) of one line, as a row of the index holds them
+Keys = tuple[str, int | str, int | None, int, int | None]
+#: what :func:`_collateral_at` gives for a line whose collateral scores it cannot read in place
+_UNREAD = -1
 
 
-def _fast(head: re.Match[bytes], scores: re.Match[bytes], masks: dict[bytes, int]) -> Keys | None:
-    """(key, status, success, failing) from the two matches of a line (see the module docstring), or
-    None when their text does not read (the line is then parsed whole). A dimension lies in [0, 1], so
-    any value but 1 or null is below 1; the failing mask of one text of the dimensions is worked out
-    once, in ``masks``."""
+def _collateral_at(mm: mmap.mmap, cut: int, end: int) -> int | None:
+    """The collateral code of a line from its scores' text (``cut``: where ``, "scores": `` starts): None where
+    the scores hold no ``collateral`` (not measured), :data:`_UNREAD` where its values are not laid out as the
+    runner writes them (the line is then parsed whole)."""
+    at = mm.rfind(_COLLATERAL_KEY, cut, end)
+    if at < 0:
+        return None
+    m = _COLLATERAL.match(mm, at, end)
+    if m is None:
+        return _UNREAD
+    damage, irreversible = m.group(1, 2)
+    try:
+        return _collateral_code(None if damage == b"null" else float(damage),
+                                None if irreversible == b"null" else float(irreversible))
+    except ValueError:
+        return _UNREAD
+
+
+def _collateral_code(damage: Any, irreversible: Any) -> int | None:
+    """An episode's collateral code (:data:`COLLATERAL` ...) from its scores ``collateral`` and
+    ``collateral_irreversible``; None where ``collateral`` is no number (not measured)."""
+    if isinstance(damage, bool) or not isinstance(damage, (int, float)):
+        return None
+    if not damage >= 1:
+        return NO_COLLATERAL
+    irr = isinstance(irreversible, (int, float)) and not isinstance(irreversible, bool) and irreversible >= 1
+    return IRREVERSIBLE_COLLATERAL if irr else COLLATERAL
+
+
+def _fast(head: re.Match[bytes], scores: re.Match[bytes], masks: dict[bytes, int],
+          collateral: int | None = None) -> Keys | None:
+    """(key, status, success, failing, collateral) from the two matches of a line (see the module docstring)
+    and its collateral code (:func:`_collateral_at`), or None when their text does not read (the line is then
+    parsed whole). A dimension lies in [0, 1], so any value but 1 or null is below 1; the failing mask of one
+    text of the dimensions is worked out once, in ``masks``."""
+    if collateral == _UNREAD:
+        return None
     raw, status = head.group(1, 2)
     success_text, dims = scores.group(1, 2)
     failing = masks.get(dims)
@@ -300,7 +346,7 @@ def _fast(head: re.Match[bytes], scores: re.Match[bytes], masks: dict[bytes, int
                                         if v != b"null" and float(v) < 1)
     except ValueError:
         return None
-    return key, code, success, failing
+    return key, code, success, failing, collateral
 
 
 def _parsed(line: bytes) -> Keys | None:
@@ -315,7 +361,7 @@ def _parsed(line: bytes) -> Keys | None:
     try:
         scores, status = rec["scores"], rec["status"]
         return rec["key"], STATUSES.index(status) if status in STATUSES else status, _success(scores), \
-            _failing(scores)
+            _failing(scores), _collateral_code(scores.get("collateral"), scores.get("collateral_irreversible"))
     except (ValueError, TypeError):
         return None
 
