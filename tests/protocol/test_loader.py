@@ -151,6 +151,23 @@ def test_ladder_step_naming_a_test_topology_is_that_topology(registry):
     assert errors_of(GOOD.replace("  suite: wiki\ntest:", "test:"), registry)[0].endswith("train.suite: missing: every topology names its suite")
 
 
+def test_a_ladder_step_that_is_the_topology_before_it_is_refused_naming_its_line(registry):
+    """A step moves one axis: one equal to the step before it (the first: the ID topology the curve starts at)
+    moves none, even when it spells a default parameter out; a step that moves one still loads."""
+    ladder = ("ladder:\n"
+              "  - {name: c, axis: schema, suite: wiki, params: {hops: [2]}}\n"  # 'a' with wiki's default written out
+              "  - {name: d, axis: user, suite: wiki, params: {hops: [3]}}\n"
+              "  - {name: b, axis: state}\n")  # the OOD test topology: wiki with hops [3], as 'd'
+    lines = errors_of(GOOD + ladder, registry)
+    assert lines == ["x.yaml:18 ladder[0]: step 'c' moves no axis: it is the same topology as 'a' before it "
+                     "(same suite, parameters and transforms)",
+                     "x.yaml:20 ladder[2]: step 'b' moves no axis: it is the same topology as 'd' before it "
+                     "(same suite, parameters and transforms)"]
+    moving = ladder.replace("params: {hops: [2]}", "transforms: [{name: rename_tools, args: {seed: 1}}]")
+    assert [t.name for t in parse_protocol(GOOD + moving.replace("  - {name: b, axis: state}\n", ""), "x.yaml",
+                                           registry).ladder] == ["c", "d"]
+
+
 def test_params_that_contradict_the_transforms_are_named(registry):
     text = GOOD.replace("    suite: wiki\n    params: {hops: [3]}\n",
                         "    suite: travel\n    params: {user: false}\n    transforms: [{name: hide_slots, args: {slots: [budget]}}]\n")

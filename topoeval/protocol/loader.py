@@ -241,6 +241,7 @@ def semantic_errors(protocol: Protocol, registry: SuiteRegistry) -> list[tuple[L
                 if params_ok:
                     sized[loc] = (transformed, transformed.parse_params(topo.params))
     errors += _pool_errors(protocol, sized)
+    errors += _ladder_standstill_errors(protocol, sized)
 
     biggest = max(protocol.baselines.shots)
     if biggest > protocol.tasks.fewshot.n:
@@ -307,6 +308,41 @@ def _pool_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[
         if pool is not None and spec is not None and protocol.train is not None and spec.n > pool:
             errors.append((("tasks", split, "n"), f"tasks.{split}.n is {spec.n} but the {split} split of the train "
                            f"topology {label(protocol.train)} holds {pool} tasks"))
+    return errors
+
+
+def _ladder_standstill_errors(protocol: Protocol, sized: dict[Loc, tuple[Any, Any]]) -> list[tuple[Loc, str]]:
+    """A ladder step that is the same topology as the one before it (the first step: the first ID topology,
+    where the curve starts) moves no axis: same suite, same transforms, same parameters once the suite has
+    parsed them (a default written out is the default)."""
+    test_locs = {t.name: ("test", i) for i, t in reversed(list(enumerate(protocol.test)))}
+    start = next((t.name for t in protocol.test if t.role == "id"), None)
+    if not protocol.ladder or start is None:
+        return []
+
+    def identity(loc: Loc, topo: TopologySpec) -> tuple[str | None, str, str] | None:
+        if loc not in sized:  # it has errors of its own, said already
+            return None
+        params = sized[loc][1]
+        dumped = params.model_dump(mode="json") if isinstance(params, BaseModel) else params
+        transforms = [t.model_dump(mode="json") for t in topo.transforms]
+        return topo.suite, canonical_json(dumped), canonical_json(transforms)
+
+    by_name = {t.name: t for t in protocol.test}
+    before_name, before = start, identity(test_locs[start], by_name[start])
+    errors: list[tuple[Loc, str]] = []
+    for i, step in enumerate(protocol.ladder):
+        if step.suite is None:  # named after a test topology: it is that topology
+            if step.name not in by_name:
+                before = None
+                continue
+            now = identity(test_locs[step.name], by_name[step.name])
+        else:
+            now = identity(("ladder", i), step)
+        if now is not None and now == before:
+            errors.append((("ladder", i), f"step '{step.name}' moves no axis: it is the same topology as "
+                           f"'{before_name}' before it (same suite, parameters and transforms)"))
+        before_name, before = step.name, now
     return errors
 
 
