@@ -149,3 +149,17 @@ def test_rows_without_a_known_train_topology_or_a_defined_pair_are_skipped_not_t
     # marginal: the mean loss where the axis differs minus where it does not
     assert fit["axes"]["state"]["marginal"] == pytest.approx(0.5 - 0.25)
     assert fit["axes"]["format"]["marginal"] == pytest.approx(0.25 - 0.5)
+
+
+def test_compare_puts_each_design_once_with_the_rows_of_every_run_that_ran_it():
+    def effects(model, base):
+        return {"method": "ols", "designs": [{"base": base, "plan": "star", "topologies": {base: []},
+                                              "rows": [{"model": model, "baseline": "0-shot", "metrics": {}}]}]}
+
+    one = build_matrix([cell("m", "a", 0.75)], RECORD)
+    runs = [("r1", {**one, "axis_effects": effects("m", "a")}), ("r2", {**one, "axis_effects": effects("m", "a")}),
+            ("r3", {**one, "axis_effects": effects("m", "b")}), ("r4", one)]
+    designs = combine_matrices(runs)["axis_effects"]["designs"]
+    assert [(d["base"], [r["model"] for r in d["rows"]]) for d in designs] == [("a", ["m (r1)", "m (r2)"]),
+                                                                              ("b", ["m (r3)"])]
+    assert "axis_effects" not in combine_matrices([("r4", one)])

@@ -79,3 +79,36 @@ def test_report_prints_the_collapse_table_and_says_when_a_model_never_calls_a_to
     assert proc.returncode == 0, proc.stderr
     assert f"warning: No valid tool call in at least 80% of the episodes of {cell['model']}" in proc.stderr
     assert "--tool-format" in proc.stderr
+
+
+DESIGNED = """\
+name: designed
+matrix:
+  design:
+    - base: {name: wiki, suite: wiki, params: {question_types: [single]}}
+      moves:
+        - {name: renamed, axis: schema, transforms: [{name: rename_tools}]}
+        - {name: serial, axis: dependency, transforms: [{name: no_batch}]}
+tasks:
+  test: {n: 3, seed: 1}
+"""
+
+
+def test_compare_of_two_designed_matrix_runs_keeps_each_run_s_loss_per_axis_and_measured_descriptors(tmp_path, cli):
+    from topoeval.api import compare_runs
+
+    protocol = tmp_path / "designed.yaml"
+    protocol.write_text(DESIGNED)
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run in runs:
+        assert cli("run", str(protocol), "-m", "oracle", "--out", str(run)).returncode == 0
+    proc = cli("compare", *map(str, runs))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("loss per axis around wiki")))
+    assert [line.split(":")[0].strip() for line in lines[at + 1:at + 3]] == ["oracle (a)", "oracle (b)"]
+    assert all("renamed 0.00 [0.00, 0.00]; serial 0.00" in line for line in lines[at + 1:at + 3])
+    one = json.loads((runs[0] / "summary.json").read_text())["matrix"]
+    both = compare_runs(runs)["matrix"]
+    assert both["descriptors"] == one["descriptors"]
+    assert both["descriptor_fit"]["n_pairs"] == 2 * one["descriptor_fit"]["n_pairs"]  # refitted over both runs

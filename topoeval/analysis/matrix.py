@@ -207,7 +207,10 @@ NOT_SEPARABLE = "not separable in this design"
 
 def combine_matrices(labelled: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any] | None:
     """Several runs' matrix sections as one (``topoeval compare``): rows labelled ``model (run)``, the
-    topologies in first-seen order, the axis attribution refitted over every row; None when no run has one."""
+    topologies in first-seen order, the axis attribution refitted over every row; a designed matrix's
+    ``axis_effects`` with each design's rows of every run side by side (:func:`combine_axis_effects`); the
+    measured ``descriptors`` (each topology's first-seen) with their ``descriptor_fit`` refitted over every row.
+    None when no run has one."""
     present = [(label, m) for label, m in labelled if m]
     if not present:
         return None
@@ -222,5 +225,35 @@ def combine_matrices(labelled: list[tuple[str, dict[str, Any] | None]]) -> dict[
     for r in rows:  # a topology one run lacks: an empty cell, not a missing key
         r["cells"] = {t: r["cells"].get(t) or {m: dict(empty) for m in METRICS} for t in topologies}
     baselines = list(dict.fromkeys(r["baseline"] for r in rows))
-    return {"topologies": topologies, "axes": axes, "rows": rows,
-            "attribution": {b: attribute_axes([r for r in rows if r["baseline"] == b], axes) for b in baselines}}
+    out: dict[str, Any] = {
+        "topologies": topologies, "axes": axes, "rows": rows,
+        "attribution": {b: attribute_axes([r for r in rows if r["baseline"] == b], axes) for b in baselines}}
+    effects = combine_axis_effects([(label, m.get("axis_effects")) for label, m in present])
+    if effects is not None:
+        out["axis_effects"] = effects
+    descriptors: dict[str, dict[str, Any]] = {}
+    for _, m in present:
+        for topology, measured in (m.get("descriptors") or {}).items():
+            descriptors.setdefault(topology, measured)
+    if descriptors:
+        from topoeval.analysis.descriptor_fit import descriptor_fit
+
+        out["descriptors"] = descriptors
+        out["descriptor_fit"] = descriptor_fit(out, descriptors)
+    return out
+
+
+def combine_axis_effects(labelled: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any] | None:
+    """Several runs' ``axis_effects`` as one: a design (the same base, plan and topologies) once, its rows those
+    of every run that ran it, each model labelled ``model (run)``; the method and bootstrap of the first run
+    that has any. None when no run has a design."""
+    present = [(label, e) for label, e in labelled if e and e.get("designs")]
+    if not present:
+        return None
+    designs: dict[str, dict[str, Any]] = {}
+    for label, effects in present:
+        for design in effects["designs"]:
+            key = repr((design["base"], design.get("plan"), design["topologies"]))
+            merged = designs.setdefault(key, {**design, "rows": []})
+            merged["rows"] += [{**row, "model": f"{row['model']} ({label})"} for row in design["rows"]]
+    return {**present[0][1], "designs": list(designs.values())}
