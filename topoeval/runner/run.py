@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import platform
-import re
 import time
 import warnings
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from topoeval.core.errors import UserError
 from topoeval.core.policy import Policy, SamplingParams, episodes_in_flight
-from topoeval.core.provenance import git_provenance
 from topoeval.core.users import UserSettings, use_user
-from topoeval.core.version import __version__
 from topoeval.formats.record import format_record
 from topoeval.models.cache import CachedPolicy, ResponseCache
 from topoeval.policies.registry import ignored_format, is_reference, make_policy
@@ -33,7 +28,7 @@ from topoeval.protocol.loader import load_protocol, protocol_hash
 from topoeval.protocol.schema import Protocol
 from topoeval.protocol.topology import ResolvedTopology, resolve
 from topoeval.runner.cleanup import Cleanup
-from topoeval.runner.config import RunConfig, cache_salt, check_identity, digest, run_identity
+from topoeval.runner.config import RunConfig, cache_salt, run_identity
 from topoeval.runner.contamination import overlap_with_fingerprints
 from topoeval.runner.episode import episode_id, episode_key, fallback_record, run_episode
 from topoeval.runner.lock import RunLock, lock_run
@@ -41,6 +36,7 @@ from topoeval.runner.matrix import matrix_record, train_topologies
 from topoeval.runner.merged import MergedRecords
 from topoeval.runner.plan_index import PlanIndex
 from topoeval.runner.prompts import PROMPTS_JSON, write_prompts
+from topoeval.runner.run_json import check_run_json, now, open_run_json, run_id
 from topoeval.runner.shards import Shard, write_plan_keys
 from topoeval.runner.store import (
     EPISODES,
@@ -49,7 +45,6 @@ from topoeval.runner.store import (
     PlannedRecords,
     episode_files,
     finished_in,
-    read_json,
     write_json,
 )
 from topoeval.runner.task_catalogue import TaskCatalogue, build_catalogue, save_catalogue
@@ -109,7 +104,7 @@ class EpisodeRun:
 
 def finish_run(run: EpisodeRun) -> None:
     """Stamp the run's end time into run.json (after its reports are written)."""
-    run.meta["ended"] = _now()
+    run.meta["ended"] = now()
     write_json(run.run_dir / RUN_JSON, run.meta)
 
 
@@ -181,12 +176,12 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
         p_hash, t_hash = protocol_hash(protocol), catalogue.sha256
         versions = {t.suite.name: v for t in topologies if (v := t.suite.behaviour_version()) is not None}
         identity = run_identity(config, protocol, p_hash, t_hash, policies, versions)
-        run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / _run_id(names, identity, k)
+        run_dir = Path(out) if out else DEFAULT_RESULTS / protocol.name / run_id(names, identity, k)
         if not run_dir.exists():  # a run that fails before writing anything leaves no folder behind
             cleanup.on_error("the new run folder", lambda: _remove_if_unused(run_dir))
         lock = lock_run(run_dir, "run", shard=f"shard-{shard.index}-of-{shard.count}" if shard else None)
         (cleanup.on_error if hold_lock else cleanup.add)("the run folder's lock", lock.release)
-        _check_run_json(run_dir / RUN_JSON, identity, protocol.name)
+        check_run_json(run_dir / RUN_JSON, identity, protocol.name)
         plan = PlanIndex(names, [baseline_name(b) for b in protocol.baselines.shots],
                          {name: t.ids for name, t in catalogue.topologies.items()}, [t.name for t in topologies], k)
         store = EpisodeStore(run_dir, shard.episodes_name if shard else EPISODES, plan=plan)
@@ -205,7 +200,7 @@ async def arun_episodes(config: RunConfig | Protocol | str | Path, models: list[
                 pending_by_model[model] += 1
         await _preflight(policies, {name for name, n in pending_by_model.items() if n})
         weights = {p.name: p.weights for p in policies if p.weights}
-        meta = _open_run_json(run_dir, protocol, identity, names, k, counts, weights)
+        meta = open_run_json(run_dir, protocol, identity, names, k, counts, weights)
         inference = {p.name: p.inference for p in policies if p.name in names and p.inference}
         if inference:  # what local decoding ran on (build, CPU features, batching): a resumed run adds its own
             meta["inference"] = {**meta.get("inference", {}), **inference}
@@ -404,78 +399,6 @@ async def _build_demo_cache(protocol: Protocol, topologies: list[ResolvedTopolog
                 cache[(topo.name, shots, s)] = await demo_messages(donor, protocol.tasks.fewshot, shots,
                                                                    seed_key=(topo.name, shots, s))
     return cache
-
-
-def _check_run_json(path: Path, identity: dict[str, Any], protocol: str) -> dict | None:
-    """An existing run.json, checked to hold a run of the same identity (None if new): the protocol's name
-    first (a run of another protocol is refused naming both), then the settings (a difference is named),
-    then the protocol version and the task set."""
-    if not path.exists():
-        return None
-    meta = read_json(path)
-    recorded = meta.get("protocol")
-    old = recorded.get("name") if isinstance(recorded, dict) else None
-    if old != protocol:
-        held = f"protocol {old!r}" if isinstance(old, str) else "no protocol this topoeval can read"
-        raise UserError(f"{path.parent}: holds a run of {held}, this run is of protocol {protocol!r}; "
-                        "use another out folder")
-    check_identity(path.parent, meta.get("identity"), identity)
-    if meta.get("protocol_sha256") != identity["protocol_sha256"]:
-        raise UserError(f"{path.parent}: holds a run of another version of protocol {protocol!r} (it was "
-                        "edited since); use another out folder")
-    if meta.get("task_set_sha256") != identity["task_set_sha256"]:
-        raise UserError(f"{path.parent}: holds a run over a different task set (tasks?); use another out folder")
-    return meta
-
-
-def _open_run_json(run_dir: Path, protocol: Protocol, identity: dict[str, Any], names: list[str], k: int,
-                   counts: dict[str, int], weights: dict[str, str]) -> dict:
-    """Create run.json, or reopen it for a resumed run (checked by :func:`_check_run_json`: a model whose
-    weights or inference changed is refused, since its finished episodes belong to the old ones)."""
-    path = run_dir / RUN_JSON
-    meta = _check_run_json(path, identity, protocol.name)
-    if meta is not None:
-        meta["models"] = list(dict.fromkeys([*meta.get("models", []), *names]))
-        meta["identity"]["models"] = {**meta["identity"].get("models", {}), **identity["models"]}
-        meta["resumed"] = meta.get("resumed", 0) + 1
-    else:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "protocol": protocol.model_dump(mode="json"),
-            "protocol_sha256": identity["protocol_sha256"],
-            "task_set_sha256": identity["task_set_sha256"],
-            "identity": identity,
-            "n_tasks": counts,
-            "models": names,
-            "samples": k,
-            "seeds": {
-                "tasks": {s: getattr(protocol.tasks, s).seed
-                          for s in ("test", "fewshot", "train", "dev") if getattr(protocol.tasks, s)},
-                "sampling": protocol.sampling.seed,
-            },
-            "topoeval_version": __version__,
-            # topoeval's own commit (and git_dirty) when imported from its checkout; None from a wheel
-            "git_commit": None,
-            **git_provenance(),
-            "python": platform.python_version(),
-            "started": _now(),
-            "ended": None,
-        }
-    if weights:
-        meta["weights"] = {**meta.get("weights", {}), **weights}
-    write_json(path, meta)
-    return meta
-
-
-def _run_id(names: list[str], identity: dict[str, Any], k: int) -> str:
-    """``<models>-<digest>``: the digest covers the run's whole identity (protocol as run, task set,
-    settings, each model's weights and inference fingerprint) and the sample count."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", "+".join(names))[:48]
-    return f"{slug}-{digest([identity, ','.join(names), k])[:8]}"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class _progress:
