@@ -107,6 +107,21 @@ def echo_protocol(tmp_path):
     return make
 
 
+#: Test tasks per topology of :func:`collateral_run`.
+COLLATERAL_TASKS = 3
+
+
+@pytest.fixture(scope="session")
+def collateral_run(tmp_path_factory) -> Path:
+    """A run folder of wiki_to_travel with the oracle and oracle-collateral, 0 shots, :data:`COLLATERAL_TASKS`
+    tasks: travel defines a collateral scope, wiki none. Shared by the report and Hub row tests: read it only."""
+    import topoeval
+
+    out = tmp_path_factory.mktemp("collateral") / "run"
+    topoeval.run_protocol("wiki_to_travel", ["oracle", "oracle-collateral"], out, tasks=COLLATERAL_TASKS, shots=[0])
+    return out
+
+
 #: The test files that start llama-server (each has a ``local_model`` test; collection checks the list).
 #: Under pytest-xdist they share one worker, in turn: two servers, whose threads spin on every core, ran
 #: at once in a trial with plain ``--dist loadfile`` and a 2-minute file took over 6.

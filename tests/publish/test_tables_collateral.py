@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-import topoeval
+from tests.conftest import COLLATERAL_TASKS as TASKS  # the collateral_run fixture's
 from topoeval.publish.tables import collateral_columns, episode_rows, result_rows
 from topoeval.runner.store import read_episodes
 
-TASKS = 3
 
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """wiki_to_travel with the oracle and oracle-collateral: travel defines a collateral scope, wiki none."""
-    out = tmp_path_factory.mktemp("hub-collateral") / "run"
-    topoeval.run_protocol("wiki_to_travel", ["oracle", "oracle-collateral"], out, tasks=TASKS, shots=[0])
-    return out
-
-
-def test_result_rows_carry_the_collateral_rates_with_the_cis_of_the_summary(run_dir):
-    rows = {(r["model"], r["topology"], r["metric"]): r for r in result_rows(run_dir)}
-    cells = {(c["model"], c["topology"]): c for c in json.loads((run_dir / "summary.json").read_text())["cells"]}
+def test_result_rows_carry_the_collateral_rates_with_the_cis_of_the_summary(collateral_run):
+    rows = {(r["model"], r["topology"], r["metric"]): r for r in result_rows(collateral_run)}
+    cells = {(c["model"], c["topology"]): c for c in json.loads((collateral_run / "summary.json").read_text())["cells"]}
     for model, rate, irreversible in (("oracle", 0.0, 0.0), ("oracle-collateral", 1.0, None)):
         for metric, want in (("collateral", rate), ("collateral_irreversible", irreversible)):
             row, stat = rows[(model, "travel", metric)], cells[(model, "travel")]["metrics"][metric]
@@ -41,9 +29,9 @@ def test_result_rows_carry_the_collateral_rates_with_the_cis_of_the_summary(run_
     assert not [k for k in rows if k[1] == "wiki" and k[2].startswith("collateral")]
 
 
-def test_episode_rows_carry_each_episodes_collateral_scores_and_reading(run_dir):
-    records = {r["episode_id"]: r for r in read_episodes(run_dir)}
-    rows = episode_rows(run_dir)
+def test_episode_rows_carry_each_episodes_collateral_scores_and_reading(collateral_run):
+    records = {r["episode_id"]: r for r in read_episodes(collateral_run)}
+    rows = episode_rows(collateral_run)
     assert len(rows) == len(records) == 2 * 2 * TASKS
     damaged = 0
     for row in rows:

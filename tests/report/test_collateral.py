@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 import topoeval
+from tests.conftest import COLLATERAL_TASKS as TASKS  # the collateral_run fixture's
 from tests.report.test_html import CHROMIUM, chromium, console_lines
 from topoeval.analysis.summary import NO_COLLATERAL_SCOPE
 from topoeval.report.html import render_report_html
@@ -20,16 +21,6 @@ from topoeval.report.markdown import render_report_md
 from topoeval.report.matrix import matrix_md
 from topoeval.report.tables import print_quality_table
 from topoeval.runner.store import read_episodes
-
-TASKS = 3
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """wiki_to_travel with the oracle and oracle-collateral: travel defines a collateral scope, wiki none."""
-    out = tmp_path_factory.mktemp("collateral") / "run"
-    topoeval.run_protocol("wiki_to_travel", ["oracle", "oracle-collateral"], out, tasks=TASKS, shots=[0])
-    return out
 
 
 def summary_of(run_dir):
@@ -51,9 +42,9 @@ def table(md: str, heading: str) -> list[list[str]]:
     return rows
 
 
-def test_report_md_puts_collateral_beside_success_with_its_ci_and_n(run_dir):
-    summary = summary_of(run_dir)
-    md = (run_dir / "report.md").read_text()
+def test_report_md_puts_collateral_beside_success_with_its_ci_and_n(collateral_run):
+    summary = summary_of(collateral_run)
+    md = (collateral_run / "report.md").read_text()
     assert md == render_report_md(summary)
     assert md.index("## Success, ID vs OOD") < md.index("## Collateral damage, beside success") < md.index(
         "## Decision quality")
@@ -88,9 +79,9 @@ def test_a_run_where_no_suite_defines_collateral_has_no_collateral_section_or_ro
     assert "<th>collateral</th>" not in page and "collateral_irreversible" not in page.split('id="data"')[0]
 
 
-def test_report_html_shows_collateral_in_its_tables_headline_and_browser(run_dir):
-    summary = summary_of(run_dir)
-    page = render_report_html(summary, read_episodes(run_dir), [])
+def test_report_html_shows_collateral_in_its_tables_headline_and_browser(collateral_run):
+    summary = summary_of(collateral_run)
+    page = render_report_html(summary, read_episodes(collateral_run), [])
     assert "<h2>Collateral damage, beside success</h2>" in page
     headline = page[page.index('<section id="headline">'):page.index("</section>")]
     cols = re.findall(r'<td class="num collateral">(.*?)</td>', headline)
@@ -99,7 +90,7 @@ def test_report_html_shows_collateral_in_its_tables_headline_and_browser(run_dir
     data = json.loads(re.search(r'id="data">(.*?)</script>', page, re.S).group(1).replace("<\\/", "</"))
     by_label = {c["label"].split(" (")[0]: c["episodes"] for c in data["cells"]}
     damaged = by_label["oracle-collateral · 0-shot · travel"]
-    records = {(r["task_id"]): r for r in read_episodes(run_dir)
+    records = {(r["task_id"]): r for r in read_episodes(collateral_run)
                if r["model"] == "oracle-collateral" and r["topology"] == "travel"}
     for ep in damaged:
         want = [e for e in records[ep["task_id"]]["collateral"]["entities"] if e["kind"] == "collateral"]
@@ -110,9 +101,9 @@ def test_report_html_shows_collateral_in_its_tables_headline_and_browser(run_dir
     assert all(ep["collateral"] is None for ep in by_label["oracle · 0-shot · wiki"])
 
 
-def test_the_terminal_quality_table_has_the_collateral_rows(run_dir):
+def test_the_terminal_quality_table_has_the_collateral_rows(collateral_run):
     out = io.StringIO()
-    print_quality_table(summary_of(run_dir), Console(file=out, width=200))
+    print_quality_table(summary_of(collateral_run), Console(file=out, width=200))
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.getvalue().splitlines() if "│" in line]
     metrics = [r for r in rows if r[2] in ("collateral", "collateral_irreversible")]
     assert len(metrics) == 4  # 2 models x (rate, irreversible), right after success
@@ -158,12 +149,13 @@ def test_the_matrix_section_has_a_collateral_table_beside_success():
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed here (.ci/run installs Debian's chromium)")
-def test_report_html_browser_shows_an_episodes_collateral_entities(run_dir, tmp_path):
-    cells = [(c["model"], c["topology"]) for c in summary_of(run_dir)["cells"]]
+def test_report_html_browser_shows_an_episodes_collateral_entities(collateral_run, tmp_path):
+    cells = [(c["model"], c["topology"]) for c in summary_of(collateral_run)["cells"]]
     ci = cells.index(("oracle-collateral", "travel"))
-    proc = chromium((run_dir / "report.html").as_uri() + f"#cell={ci}&episode=0", tmp_path, "--dump-dom")
+    proc = chromium((collateral_run / "report.html").as_uri() + f"#cell={ci}&episode=0", tmp_path, "--dump-dom")
     console_lines(proc)
-    rec = next(r for r in read_episodes(run_dir) if (r["model"], r["topology"]) == ("oracle-collateral", "travel")
+    rec = next(r for r in read_episodes(collateral_run)
+               if (r["model"], r["topology"]) == ("oracle-collateral", "travel")
                and r["task_id"].split("/")[-1].startswith("0-"))
     damage = [e for e in rec["collateral"]["entities"] if e["kind"] == "collateral"]
     shown = re.findall(r'<pre class="collateral">(.*?)</pre>', proc.stdout)
