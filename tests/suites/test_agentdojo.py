@@ -15,12 +15,12 @@ import sys
 
 import pytest
 
+from tests.suites.agentdojo_helpers import module, rollout
 from topoeval.core.errors import UserError
 from topoeval.core.gold import critical_path, dag_levels
 from topoeval.core.policy import SamplingParams
 from topoeval.core.state import state_diff
 from topoeval.core.suite import SPLITS
-from topoeval.policies.registry import make_policy
 from topoeval.protocol.discovery import SuiteRegistry
 from topoeval.protocol.schema import Limits
 from topoeval.runner.episode import run_episode
@@ -32,16 +32,6 @@ NOOP_PASSING_BANKING = {"user_task_5", "user_task_6", "user_task_8", "user_task_
 @pytest.fixture(scope="module")
 def suite():
     return SuiteRegistry().get("agentdojo")
-
-
-def module(name):
-    SuiteRegistry().get("agentdojo")  # registers the folder as the package topoeval_suite_agentdojo
-    return importlib.import_module(f"topoeval_suite_agentdojo.{name}")
-
-
-def rollout(suite, task, model="oracle", limits=Limits(max_turns=24, max_tool_calls=40)):
-    return asyncio.run(run_episode(policy=make_policy(model), suite=suite, task=task, system_prompt="s", demos=[],
-                                   limits=limits, sampling=SamplingParams(), sample=0, shots=0, labels={}))
 
 
 # -- tools: AgentDojo's own schemas, topoeval's annotations ------------------------------------

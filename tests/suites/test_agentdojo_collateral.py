@@ -5,17 +5,12 @@ Every user task of each domain (97, the noop-passing banking tasks included) run
 the oracle and with oracle-collateral; AgentDojo's own verdict (``success``) is kept and stated.
 """
 
-import asyncio
-import importlib
 
 import pytest
 
-from topoeval.core.policy import SamplingParams
+from tests.suites.agentdojo_helpers import module, rollout
 from topoeval.metrics.collateral import changed_entities
-from topoeval.policies.registry import make_policy
 from topoeval.protocol.discovery import SuiteRegistry
-from topoeval.protocol.schema import Limits
-from topoeval.runner.episode import run_episode
 
 #: user tasks per domain, and how many oracle-collateral episodes AgentDojo's own check still passes
 #: (workspace and travel compare the whole environment's deep diff; banking and slack mostly do not)
@@ -27,20 +22,9 @@ def suite():
     return SuiteRegistry().get("agentdojo")
 
 
-def module(name):
-    SuiteRegistry().get("agentdojo")  # registers the folder as the package topoeval_suite_agentdojo
-    return importlib.import_module(f"topoeval_suite_agentdojo.{name}")
-
-
 def every_task(suite, domain):
     params = suite.Params(domain=domain, include_noop_passing=True, split_shares={"test": 1})
     return suite.tasks(params, "test", 0, DOMAINS[domain][0])
-
-
-def rollout(suite, task, policy):
-    return asyncio.run(run_episode(policy=make_policy(policy), suite=suite, task=task, system_prompt="s", demos=[],
-                                   limits=Limits(max_turns=24, max_tool_calls=40), sampling=SamplingParams(),
-                                   sample=0, shots=0, labels={}))
 
 
 def damaged(call, gold):
