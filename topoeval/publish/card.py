@@ -27,9 +27,17 @@ def _mean_of(rows: list[dict[str, Any]], role: str, metric: str) -> tuple[float 
     return sum(r["mean"] for r in sel) / len(sel), max(noise(r) for r in sel)
 
 
+def _scoped_mean(rows: list[dict[str, Any]], metric: str) -> float | None:
+    """Mean of ``metric`` over the topologies (ID and OOD) that have a row of it: for collateral damage, those
+    whose suite defines a scope (a topology without one has no row, never a 0); None where none has."""
+    sel = [r["mean"] for r in rows if r["metric"] == metric and r["mean"] is not None]
+    return sum(sel) / len(sel) if sel else None
+
+
 def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Per protocol, one entry per model × baseline × task set: ID and OOD success and dq, sorted by
-    OOD success (mean over the OOD topologies), with ``tie`` set when it ties the entry above
+    """Per protocol, one entry per model × baseline × task set: ID and OOD success and dq, and the
+    collateral damage rate and its irreversible part (:func:`_scoped_mean`, beside success and never in it),
+    sorted by OOD success (mean over the OOD topologies), with ``tie`` set when it ties the entry above
     (the tie rule, :data:`topoeval.analysis.stats.TIE_SIGMAS`, over each entry's OOD noise)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -45,6 +53,8 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         boards[protocol].append({
             "model": model, "baseline": baseline, "task_set": task_set[:12], "S_id": s_id, "S_ood": s_ood,
             "dq_id": dq_id, "dq_ood": dq_ood, "noise": ood_noise, "n": max(r["n"] for r in mine),
+            "collateral": _scoped_mean(mine, "collateral"),
+            "collateral_irreversible": _scoped_mean(mine, "collateral_irreversible"),
             # episodes whose backend failed, left out of the means (one success row per topology)
             "n_errors": sum(r.get("n_errors") or 0 for r in mine if r["metric"] == "success"),
             "reproduce": mine[0]["reproduce"], "protocol_sha256": mine[0]["protocol_sha256"],
@@ -59,6 +69,15 @@ def leaderboard(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def _f(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}"
+
+
+def _collateral(entry: dict[str, Any]) -> str:
+    """The card's collateral cell: the rate, its irreversible part in brackets; "—" where no topology of the
+    entry has a collateral scope (not measured, not 0)."""
+    if entry.get("collateral") is None:
+        return "—"
+    irreversible = entry.get("collateral_irreversible")
+    return _f(entry["collateral"]) + (f" ({irreversible:.2f})" if irreversible is not None else "")
 
 
 def _sampling(samples: int, temperature: float | None) -> str:
@@ -149,15 +168,19 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True,
     lines += matrix_table(matrix or [])
     for protocol, entries in sorted(leaderboard(rows).items()):
         lines += [f"## {protocol}", "",
-                  "| # | model | baseline | OOD success | ID success | OOD dq | ID dq | n | task set | reproduce |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| # | model | baseline | OOD success | ID success | OOD dq | ID dq | collateral (irreversible) | n "
+                  "| task set | reproduce |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for i, e in enumerate(entries, 1):
             tie = "=" if e.get("tie") else ""
             model = e["model"] + (f" (incomplete: {e['n_errors']} err)" if e.get("n_errors") else "")
             lines.append(f"| {i} | {model} | {e['baseline']} | {_f(e['S_ood'])}{tie} | {_f(e['S_id'])} | "
-                         f"{_f(e['dq_ood'])} | {_f(e['dq_id'])} | {e['n']} | `{e['task_set']}` | `{e['reproduce']}` |")
+                         f"{_f(e['dq_ood'])} | {_f(e['dq_id'])} | {_collateral(e)} | {e['n']} | `{e['task_set']}` | "
+                         f"`{e['reproduce']}` |")
         hashes = sorted({e["protocol_sha256"][:16] for e in entries})
-        lines += [""]
+        lines += ["", "**Collateral**: the share of episodes that left something changed outside their task's scope "
+                  "(in brackets: irreversibly), mean over the topologies whose suite defines a scope; `—`: none does "
+                  "(not measured, not 0). It sits beside success and never changes it.", ""]
         if any(e.get("n_errors") for e in entries):
             lines += ["**Incomplete rows**: `(incomplete: N err)` marks a row whose run left N episodes in error (the "
                       "backend failed, not the model); they are left out of its means. Re-running its command retries "
