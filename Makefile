@@ -173,7 +173,8 @@ bench-local: $(STAMP)
 # transfer-over-training sweeps where their training checkpoints are on this machine (make train
 # METHOD=grpo leaves the GRPO run's; `topoeval train wiki_to_travel --tasks 200 --epochs 1
 # --keep-checkpoints` the SFT run's); a sweep without them is skipped and its published results kept.
-# `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept);
+# `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept),
+# `--card-only` renders the card again from the committed rows (nothing runs);
 # `--only PART` (reference, collapse, embedded, ladders, matrix, axis_matrix, tau2; repeatable) reruns only
 # what a change moves, its rows replacing the committed ones and every other committed row kept.
 # The model runs took about 3 hours on 2 cores, 2 h 20 min of it the transfer matrix; the GRPO adapter

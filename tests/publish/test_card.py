@@ -55,7 +55,7 @@ def test_the_leaderboard_shows_each_models_collateral_rate_beside_success(rows):
         for column, role in (("OOD success", "ood"), ("ID success", "id")):
             (success,) = [r["mean"] for r in rows if (r["model"], r["role"], r["metric"]) == (model, role, "success")]
             assert board[model][column] == f"{success:.2f}"
-    assert "**Collateral**: the share of episodes" in card
+    assert card.count("**Collateral (irreversible)**: the share of episodes") == 1  # said once, above the tables
 
 
 def test_a_model_whose_topologies_define_no_collateral_scope_shows_a_dash_not_0(rows):

@@ -192,6 +192,35 @@ def test_only_a_part_replaces_its_rows_and_keeps_every_other_committed_row(tmp_p
     assert sweeps.is_file()
 
 
+def test_card_only_renders_the_card_again_from_the_committed_rows_and_runs_nothing(tmp_path, monkeypatch):
+    """A change to the card moves no number: `--card-only` re-renders it from the committed rows (the staged card
+    exactly, as a run would stage it) and keeps the sweeps' section; no model runs, no row is rewritten."""
+    from topoeval.publish.hub import RESULTS_FILE
+    from topoeval.publish.leaderboard import PlannedRun
+
+    sweeps = tmp_path / "hub" / "sweeps" / "sweep-x" / "report.md"
+    sweeps.parent.mkdir(parents=True)
+    sweeps.write_text("# Transfer over training\n\nthe sweep's table\n")
+    monkeypatch.setattr(leaderboard, "plan", lambda: [PlannedRun("wiki_hops", ("noop", "oracle"), "reference",
+                                                                 {"tasks": 2})])
+    leaderboard.main(tmp_path, only=("reference",))
+    card = tmp_path / "hub" / "README.md"
+    staged, results = card.read_text(), (tmp_path / "hub" / RESULTS_FILE).read_bytes()
+    card.write_text("an old card's layout\n")
+    monkeypatch.setattr(leaderboard, "run_protocol", lambda *a, **k: pytest.fail("--card-only ran a model"))
+    leaderboard.cli(["--card-only", "--out", str(tmp_path)])
+    assert card.read_text() == staged and "the sweep's table" in staged
+    assert (tmp_path / "README.md").read_text() == leaderboard.results_readme(staged)
+    assert (tmp_path / "hub" / RESULTS_FILE).read_bytes() == results
+
+
+def test_card_only_without_committed_results_is_one_line(tmp_path):
+    from topoeval.core.errors import UserError
+
+    with pytest.raises(UserError, match="no committed results"):
+        leaderboard.main(tmp_path, card_only=True)
+
+
 def test_an_unknown_part_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(leaderboard, "plan", lambda: pytest.fail("nothing may be planned"))
     with pytest.raises(SystemExit) as stop:

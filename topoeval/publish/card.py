@@ -158,7 +158,10 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True,
                 "topology, transfer ratios)." if matrix else "."), "",
              "Rows are sorted by OOD success (mean over the protocol's OOD topologies); `=` marks a row that ties "
              "the one above it (difference below 2 × the larger std / standard error). Each row is reproduced by "
-             "its command on the protocol of the stated sha256.", ""]
+             "its command on the protocol of the stated sha256. **Collateral (irreversible)**: the share of "
+             "episodes that left something changed outside their task's scope (in brackets: irreversibly), mean over "
+             "the topologies whose suite defines a scope; `—`: none does (not measured, not 0). It sits beside "
+             "success and never changes it.", ""]
     if viewer:
         lines += ["## Browse the episodes", "",
                   "`viewer/` holds topoeval's viewer of the runs of this publish (each episode as a conversation, "
@@ -178,9 +181,7 @@ def render_card(rows: list[dict[str, Any]], repo_id: str, episodes: bool = True,
                          f"{_f(e['dq_ood'])} | {_f(e['dq_id'])} | {_collateral(e)} | {e['n']} | `{e['task_set']}` | "
                          f"`{e['reproduce']}` |")
         hashes = sorted({e["protocol_sha256"][:16] for e in entries})
-        lines += ["", "**Collateral**: the share of episodes that left something changed outside their task's scope "
-                  "(in brackets: irreversibly), mean over the topologies whose suite defines a scope; `—`: none does "
-                  "(not measured, not 0). It sits beside success and never changes it.", ""]
+        lines.append("")
         if any(e.get("n_errors") for e in entries):
             lines += ["**Incomplete rows**: `(incomplete: N err)` marks a row whose run left N episodes in error (the "
                       "backend failed, not the model); they are left out of its means. Re-running its command retries "

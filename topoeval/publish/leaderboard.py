@@ -215,13 +215,18 @@ def seed_cache(source: Path, run_dir: Path) -> int:
         cache.close()
 
 
-def main(out: Path = Path("results"), sweeps_only: bool = False, only: tuple[str, ...] = ()) -> None:
+def main(out: Path = Path("results"), sweeps_only: bool = False, only: tuple[str, ...] = (),
+         card_only: bool = False) -> None:
     """Regenerate ``out`` (default ``./results``: ``make leaderboard`` runs from the checkout's root);
     ``sweeps_only``: the sweeps and the card's section on them, nothing else; ``only``: these
-    :data:`PARTS` alone, their rows replacing the committed ones and every other committed row kept.
+    :data:`PARTS` alone, their rows replacing the committed ones and every other committed row kept;
+    ``card_only``: the card alone, rendered again from the committed rows (what a change to the card moves).
     A part whose extra is missing here (τ²) is skipped in one line and its committed rows are kept."""
     board = out / "leaderboard"
     hub = out / "hub"
+    if card_only:
+        write_card(out, render_committed_card(hub))
+        return
     if sweeps_only:
         run_sweeps(board, hub / "sweeps")
         write_card(out, without_sweeps((hub / "README.md").read_text(encoding="utf-8")))
@@ -263,6 +268,19 @@ def main(out: Path = Path("results"), sweeps_only: bool = False, only: tuple[str
     if not only:
         run_sweeps(board, hub / "sweeps")
     write_card(out, without_sweeps((hub / "README.md").read_text(encoding="utf-8")))
+
+
+def render_committed_card(hub: Path) -> str:
+    """The card (less its sweeps' section) rendered from the committed result and matrix rows, as
+    :func:`~topoeval.publish.hub.stage` renders it after a run: nothing runs, no number changes."""
+    from topoeval.core.errors import UserError
+    from topoeval.core.parquet import read_rows
+    from topoeval.publish.card import render_card
+
+    if not (hub / RESULTS_FILE).is_file():
+        raise UserError(f"{hub / RESULTS_FILE}: no committed results to render the card from; run the leaderboard")
+    matrix = read_rows(hub / MATRIX_FILE) if (hub / MATRIX_FILE).is_file() else []
+    return render_card(read_rows(hub / RESULTS_FILE), REPO_ID, episodes=False, matrix=matrix)
 
 
 def missing_extra(item: PlannedRun) -> str | None:
@@ -387,9 +405,13 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", action="append", choices=PARTS, default=[], metavar="PART",
                         help=f"run only this part (repeatable: {', '.join(PARTS)}); its rows replace the committed "
                         "ones, every other committed row is kept")
+    parser.add_argument("--card-only", action="store_true",
+                        help="render the card again from the committed rows (nothing runs, no number changes)")
     parser.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: results)")
     args = parser.parse_args(argv)
-    if args.only:
+    if args.card_only:
+        main(out=args.out, card_only=True)
+    elif args.only:
         main(out=args.out, sweeps_only=args.sweeps_only, only=tuple(args.only))
     else:
         main(out=args.out, sweeps_only=args.sweeps_only)
