@@ -170,9 +170,10 @@ bench-local: $(STAMP)
 
 # Regenerates the committed results/ snapshot (reference policies + the embedded model and its
 # SFT and GRPO adapters on every shipped protocol; results/README.md is the leaderboard) and the
-# transfer-over-training sweeps where their training checkpoints are on this machine (make train
-# METHOD=grpo leaves the GRPO run's; `topoeval train wiki_to_travel --tasks 200 --epochs 1
-# --keep-checkpoints` the SFT run's); a sweep without them is skipped and its published results kept.
+# transfer-over-training sweeps where their training checkpoints are on this machine (`topoeval train
+# wiki_to_travel --method grpo --max-steps 40 --save-steps 8 --fresh` leaves the GRPO run's in runs/, the
+# shipped adapter untouched; `topoeval train wiki_to_travel --tasks 200 --epochs 1 --keep-checkpoints` the
+# SFT run's); a sweep without them is skipped and its published results kept.
 # `.venv/bin/python -m topoeval.publish.leaderboard --sweeps-only` runs the sweeps alone (the rest kept),
 # `--card-only` renders the card again from the committed rows (nothing runs);
 # `--only PART` (reference, collapse, embedded, ladders, matrix, axis_matrix, tau2; repeatable) reruns only

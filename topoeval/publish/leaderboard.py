@@ -117,9 +117,11 @@ class PlannedSweep(NamedTuple):
     """the training command that leaves the checkpoints (in runs/train/<name>/checkpoints)"""
 
 
-#: the GRPO run's checkpoints (every 8 steps) and the wiki SFT run's (every 50 of its 200 steps)
+#: the GRPO run's checkpoints (every 8 steps: a rerun of the shipped recipe into runs/adapters, as `make train
+#: METHOD=grpo` would overwrite the shipped adapter) and the wiki SFT run's (every 50 of its 200 steps)
 SWEEPS = (
-    PlannedSweep("adapters/smollm2-135m-wiki-grpo.json", None, "make train PROTOCOL=wiki_to_travel METHOD=grpo"),
+    PlannedSweep("runs/adapters/smollm2-135m-wiki-grpo.json", None,
+                 "topoeval train wiki_to_travel --method grpo --max-steps 40 --save-steps 8 --fresh"),
     PlannedSweep("runs/adapters/smollm2-135m-wiki.json", 50,
                  "topoeval train wiki_to_travel --tasks 200 --epochs 1 --keep-checkpoints"),
 )
